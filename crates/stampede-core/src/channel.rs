@@ -1,0 +1,689 @@
+//! Channels: at most one item per timestamp, random access by timestamp.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
+use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
+use crate::item::Item;
+use crate::notify::{Arrivals, SubscriptionId, Subscribers};
+use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard, Ordering};
+use crate::task::{Detach, TaskInner};
+use crate::time::{Timestamp, INFINITY};
+
+/// Which item a channel get asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Selector {
+    /// The item with exactly this timestamp.
+    Exact(Timestamp),
+    /// The oldest item not consumed on this connection.
+    Oldest,
+    /// The newest item not consumed on this connection.
+    Newest,
+    /// The newest item this connection has never gotten; skips stale items.
+    NewestUnseen,
+    /// The oldest unconsumed item newer than this connection's last get: in-order streaming.
+    NextUnseen,
+}
+
+/// A garbage handler: runs once for every item the channel reclaims.
+pub(crate) type GarbageHandler = Arc<dyn Fn(Timestamp, &Item) + Send + Sync>;
+
+/// Counters of a channel, from [`Channel::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChannelStats {
+    /// Items stored now.
+    pub items: usize,
+    /// Input connections attached now.
+    pub connections: usize,
+    /// Items open (gotten, not consumed) summed over connections.
+    pub open: usize,
+    /// Successful puts.
+    pub puts: u64,
+    /// Successful gets.
+    pub gets: u64,
+    /// Items reclaimed (watermark or reference count).
+    pub reclaimed: u64,
+    /// Items passed over unseen by `NewestUnseen` gets.
+    pub skipped: u64,
+    /// Puts that failed because the channel was full.
+    pub full: u64,
+}
+
+struct Slot {
+    item: Item,
+    /// Reclaim after this many connections consumed the item.
+    refcount: Option<u32>,
+    consumed_by: u32,
+}
+
+struct InConn {
+    id: ConnId,
+    task: Arc<TaskInner>,
+    /// Every timestamp below this is consumed, including items that arrive later.
+    consumed_below: Timestamp,
+    /// Individually consumed timestamps at or above `consumed_below`.
+    consumed: BTreeSet<Timestamp>,
+    /// Gotten and not yet consumed.
+    open: BTreeSet<Timestamp>,
+    last_get: Option<Timestamp>,
+}
+
+impl InConn {
+    fn is_consumed(&self, ts: Timestamp) -> bool {
+        ts < self.consumed_below || self.consumed.contains(&ts)
+    }
+}
+
+struct State {
+    items: BTreeMap<Timestamp, Slot>,
+    /// Timestamps reclaimed early by reference count: they may not be put again.
+    retired: BTreeSet<Timestamp>,
+    conns: Vec<InConn>,
+    /// Everything below has been reclaimed.
+    floor: Timestamp,
+    closed: bool,
+    get_waiters: usize,
+    put_waiters: usize,
+    subscribers: Subscribers,
+    garbage: Option<GarbageHandler>,
+    stats: ChannelStats,
+}
+
+impl State {
+    fn conn(&self, id: ConnId) -> Result<usize, ()> {
+        self.conns.iter().position(|c| c.id == id).ok_or(())
+    }
+
+    fn visible<'a>(&'a self, c: &'a InConn) -> impl DoubleEndedIterator<Item = Timestamp> + 'a {
+        self.items
+            .range(c.consumed_below..)
+            .map(|(ts, _)| *ts)
+            .filter(move |ts| !c.consumed.contains(ts))
+    }
+
+    fn neighbors(&self, c: &InConn, at: Timestamp) -> Neighbors {
+        Neighbors {
+            below: self.visible(c).rev().find(|&t| t < at),
+            above: self.visible(c).find(|&t| t > at),
+        }
+    }
+
+    /// Marks `ts` consumed on connection `ci`; returns an item reclaimed by its count.
+    fn mark_consumed(&mut self, ci: usize, ts: Timestamp) -> Option<(Timestamp, Item)> {
+        let c = &mut self.conns[ci];
+        if c.is_consumed(ts) {
+            return None;
+        }
+        c.consumed.insert(ts);
+        self.count_consume(ts)
+    }
+
+    fn count_consume(&mut self, ts: Timestamp) -> Option<(Timestamp, Item)> {
+        let slot = self.items.get_mut(&ts)?;
+        slot.consumed_by += 1;
+        if slot.refcount.is_some_and(|n| slot.consumed_by >= n) {
+            let slot = self.items.remove(&ts).expect("present");
+            self.retired.insert(ts);
+            self.stats.reclaimed += 1;
+            return Some((ts, slot.item));
+        }
+        None
+    }
+}
+
+pub(crate) struct ChannelCore {
+    pub(crate) id: ContainerId,
+    pub(crate) name: Option<String>,
+    capacity: Option<usize>,
+    pub(crate) zone: Arc<Zone>,
+    state: Mutex<State>,
+    getters: Condvar,
+    putters: Condvar,
+}
+
+/// How long an operation may block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until the operation can complete.
+    Forever,
+    /// Return at once.
+    Never,
+    /// Block at most this long.
+    For(std::time::Duration),
+}
+
+impl Wait {
+    pub(crate) fn deadline(self) -> (bool, Option<Instant>) {
+        match self {
+            Wait::Forever => (true, None),
+            Wait::Never => (false, None),
+            Wait::For(d) => (true, Some(crate::sync::deadline(d))),
+        }
+    }
+}
+
+/// Busy-wait rounds before a blocking get parks: a hand-off often completes within them,
+/// saving two context switches.
+const SPIN_ROUNDS: u32 = 64;
+
+pub(crate) fn spin(round: u32) {
+    if round < SPIN_ROUNDS / 2 {
+        for _ in 0..(1 << round.min(6)) {
+            std::hint::spin_loop();
+        }
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+impl ChannelCore {
+    pub(crate) fn new(
+        id: ContainerId,
+        name: Option<String>,
+        capacity: Option<usize>,
+        zone: Arc<Zone>,
+    ) -> Self {
+        ChannelCore {
+            id,
+            name,
+            capacity,
+            zone,
+            state: Mutex::new(State {
+                items: BTreeMap::new(),
+                retired: BTreeSet::new(),
+                conns: Vec::new(),
+                floor: Timestamp::MIN,
+                closed: false,
+                get_waiters: 0,
+                put_waiters: 0,
+                subscribers: Subscribers::default(),
+                garbage: None,
+                stats: ChannelStats::default(),
+            }),
+            getters: Condvar::new(),
+            putters: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn run_garbage(&self, handler: Option<GarbageHandler>, dead: &[(Timestamp, Item)]) {
+        if let Some(h) = handler {
+            for (ts, item) in dead {
+                h(*ts, item);
+            }
+        }
+    }
+
+    pub(crate) fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
+        let _cut = self.zone.shared();
+        if !task.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        let vis = task.visibility();
+        let mut st = self.lock();
+        let below: Vec<Timestamp> = st.items.range(..vis).map(|(t, _)| *t).collect();
+        st.conns.push(InConn {
+            id,
+            task: task.clone(),
+            consumed_below: Timestamp::MIN,
+            consumed: BTreeSet::new(),
+            open: BTreeSet::new(),
+            last_get: None,
+        });
+        let ci = st.conns.len() - 1;
+        let mut dead = Vec::new();
+        for ts in below {
+            dead.extend(st.mark_consumed(ci, ts));
+        }
+        let handler = st.garbage.clone();
+        drop(st);
+        self.run_garbage(handler, &dead);
+        Ok(())
+    }
+
+    pub(crate) fn put(
+        &self,
+        task: &TaskInner,
+        ts: Timestamp,
+        item: Item,
+        refcount: Option<u32>,
+        wait_mode: Wait,
+    ) -> Result<(), PutError> {
+        if ts == INFINITY {
+            return Err(PutError::new(PutErrorKind::InvalidTimestamp, ts, item));
+        }
+        if refcount == Some(0) {
+            return Err(PutError::new(PutErrorKind::ZeroConsumers, ts, item));
+        }
+        let (may_wait, deadline) = wait_mode.deadline();
+        let mut blocked = false;
+        let result = loop {
+            let cut = self.zone.shared();
+            if !task.is_alive() {
+                break Err(PutErrorKind::Detached);
+            }
+            let vis = task.visibility();
+            if ts < vis {
+                break Err(PutErrorKind::BelowVisibility { visibility: vis });
+            }
+            let mut st = self.lock();
+            if st.closed {
+                break Err(PutErrorKind::Closed);
+            }
+            let floor = st.floor.max(self.zone.floor());
+            if ts < floor {
+                break Err(PutErrorKind::BelowVisibility { visibility: floor });
+            }
+            if st.items.contains_key(&ts) || st.retired.contains(&ts) {
+                break Err(PutErrorKind::DuplicateTimestamp);
+            }
+            if self.capacity.is_some_and(|cap| st.items.len() >= cap) {
+                let expired = deadline.is_some_and(|d| Instant::now() >= d);
+                if !may_wait || expired {
+                    st.stats.full += 1;
+                    break Err(PutErrorKind::Full);
+                }
+                if !blocked {
+                    // Announce the wait before looking for space, so any consume from now on
+                    // runs a pass (see `Zone::nudge`), and hold the watermark at `ts`.
+                    blocked = true;
+                    task.add_pending(ts, self.id);
+                    self.zone.blocked_putters.fetch_add(1, Ordering::SeqCst);
+                    drop(st);
+                    drop(cut);
+                    self.zone.collect();
+                    continue;
+                }
+                drop(cut);
+                st.put_waiters += 1;
+                let (mut st, _) = wait(&self.putters, st, deadline);
+                st.put_waiters -= 1;
+                drop(st);
+                continue;
+            }
+            let consumed_by = st.conns.iter().filter(|c| c.is_consumed(ts)).count() as u32;
+            let mut dead = None;
+            if refcount.is_some_and(|n| consumed_by >= n) {
+                st.retired.insert(ts);
+                st.stats.reclaimed += 1;
+                dead = Some((ts, item.clone()));
+            } else {
+                st.items.insert(
+                    ts,
+                    Slot {
+                        item: item.clone(),
+                        refcount,
+                        consumed_by,
+                    },
+                );
+            }
+            st.stats.puts += 1;
+            if st.get_waiters > 0 {
+                self.getters.notify_all();
+            }
+            let pending = st.subscribers.pending();
+            let handler = st.garbage.clone();
+            drop(st);
+            drop(cut);
+            if let Some(d) = dead {
+                self.run_garbage(handler, &[d]);
+            }
+            if let Some(p) = pending {
+                p.fire(ts);
+            }
+            break Ok(());
+        };
+        if blocked {
+            self.zone.blocked_putters.fetch_sub(1, Ordering::SeqCst);
+            task.remove_pending(ts, self.id);
+        }
+        result.map_err(|k| PutError::new(k, ts, item))
+    }
+
+    pub(crate) fn get(
+        &self,
+        conn: ConnId,
+        sel: Selector,
+        wait_mode: Wait,
+    ) -> Result<(Timestamp, Item), GetError> {
+        let (may_wait, deadline) = wait_mode.deadline();
+        let mut round = 0;
+        let mut st = self.lock();
+        loop {
+            let ci = st.conn(conn).map_err(|()| GetError::Detached)?;
+            let floor = st.floor.max(self.zone.floor());
+            let c = &st.conns[ci];
+            let found = match sel {
+                Selector::Exact(t) => {
+                    if t < floor || c.is_consumed(t) || st.retired.contains(&t) {
+                        return Err(GetError::Gone(t));
+                    }
+                    st.items.contains_key(&t).then_some(t)
+                }
+                Selector::Oldest => st.visible(c).next(),
+                Selector::Newest => st.visible(c).next_back(),
+                Selector::NewestUnseen => st.visible(c).rev().find(|t| !c.open.contains(t)),
+                Selector::NextUnseen => match c.last_get {
+                    Some(l) => st.visible(c).find(|&t| t > l),
+                    None => st.visible(c).next(),
+                },
+            };
+            if let Some(ts) = found {
+                let skipped = if sel == Selector::NewestUnseen {
+                    let from = c.last_get.unwrap_or(Timestamp::MIN);
+                    st.visible(c)
+                        .filter(|&t| t > from && t < ts && !c.open.contains(&t))
+                        .count() as u64
+                } else {
+                    0
+                };
+                let item = st.items[&ts].item.clone();
+                let c = &mut st.conns[ci];
+                c.last_get = Some(ts);
+                if c.open.insert(ts) {
+                    c.task.add_open(ts);
+                }
+                st.stats.gets += 1;
+                st.stats.skipped += skipped;
+                return Ok((ts, item));
+            }
+            let at = match sel {
+                Selector::Exact(t) => t,
+                Selector::NextUnseen => c.last_get.unwrap_or(Timestamp::MIN),
+                _ => INFINITY,
+            };
+            let nb = st.neighbors(c, at);
+            if st.closed {
+                return Err(GetError::Closed);
+            }
+            if !may_wait {
+                return Err(GetError::Unavailable(nb));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(GetError::Timeout(nb));
+            }
+            if round < SPIN_ROUNDS {
+                drop(st);
+                spin(round);
+                round += 1;
+                st = self.lock();
+                continue;
+            }
+            st.get_waiters += 1;
+            let (g, _) = wait(&self.getters, st, deadline);
+            st = g;
+            st.get_waiters -= 1;
+        }
+    }
+
+    pub(crate) fn consume(&self, conn: ConnId, ts: Timestamp) -> Result<(), StmError> {
+        self.consume_range(conn, ts, false)
+    }
+
+    pub(crate) fn consume_until(&self, conn: ConnId, ts: Timestamp) -> Result<(), StmError> {
+        self.consume_range(conn, ts, true)
+    }
+
+    fn consume_range(&self, conn: ConnId, ts: Timestamp, until: bool) -> Result<(), StmError> {
+        let mut st = self.lock();
+        let ci = st.conn(conn).map_err(|()| StmError::Detached)?;
+        let mut dead = Vec::new();
+        if until {
+            let c = &mut st.conns[ci];
+            let below = ts.saturating_add(1).max(c.consumed_below);
+            let closing: Vec<Timestamp> = c.open.range(..below).copied().collect();
+            for t in closing {
+                c.open.remove(&t);
+                c.task.remove_open(t);
+            }
+            let from = c.consumed_below;
+            let counted: Vec<Timestamp> = st
+                .items
+                .range(from..below)
+                .map(|(t, _)| *t)
+                .filter(|t| !st.conns[ci].consumed.contains(t))
+                .collect();
+            let c = &mut st.conns[ci];
+            c.consumed_below = below;
+            c.consumed = c.consumed.split_off(&below);
+            for t in counted {
+                dead.extend(st.count_consume(t));
+            }
+        } else {
+            let c = &mut st.conns[ci];
+            if c.open.remove(&ts) {
+                c.task.remove_open(ts);
+            }
+            dead.extend(st.mark_consumed(ci, ts));
+        }
+        if st.get_waiters > 0 {
+            self.getters.notify_all();
+        }
+        if !dead.is_empty() && st.put_waiters > 0 {
+            self.putters.notify_all();
+        }
+        let handler = st.garbage.clone();
+        drop(st);
+        self.run_garbage(handler, &dead);
+        self.zone.nudge();
+        Ok(())
+    }
+
+    /// Visible timestamps on `conn` above `after`, and whether the channel is closed.
+    pub(crate) fn visible_after(
+        &self,
+        conn: ConnId,
+        after: Option<Timestamp>,
+    ) -> (Vec<Timestamp>, bool) {
+        let st = self.lock();
+        let Ok(ci) = st.conn(conn) else {
+            return (Vec::new(), true);
+        };
+        let c = &st.conns[ci];
+        let v = st
+            .visible(c)
+            .filter(|&t| after.map_or(true, |a| t > a))
+            .collect();
+        (v, st.closed)
+    }
+
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        st.subscribers.close_all();
+        self.getters.notify_all();
+        self.putters.notify_all();
+    }
+}
+
+impl Detach for ChannelCore {
+    fn detach(&self, conn: ConnId, _task: &TaskInner) {
+        let mut st = self.lock();
+        let Ok(ci) = st.conn(conn) else { return };
+        let c = st.conns.swap_remove(ci);
+        for t in c.open {
+            c.task.remove_open(t);
+        }
+        if st.get_waiters > 0 {
+            self.getters.notify_all();
+        }
+        drop(st);
+        self.zone.nudge();
+    }
+}
+
+impl Collectable for ChannelCore {
+    fn low_mark(&self, mut holds: Option<&mut Vec<Hold>>) -> Timestamp {
+        let st = self.lock();
+        let mut w = INFINITY;
+        for c in &st.conns {
+            if let Some(ts) = st.visible(c).next() {
+                w = w.min(ts);
+                if let Some(h) = holds.as_deref_mut() {
+                    h.push(Hold {
+                        ts,
+                        cause: HoldCause::Unconsumed {
+                            container: self.id,
+                            container_name: self.name.clone(),
+                            connection: c.id,
+                            task: c.task.id,
+                            task_name: c.task.name.clone(),
+                        },
+                    });
+                }
+            }
+        }
+        w
+    }
+
+    fn reclaim_below(&self, w: Timestamp) -> usize {
+        let mut st = self.lock();
+        if w <= st.floor {
+            return 0;
+        }
+        st.floor = w;
+        let keep = st.items.split_off(&w);
+        let dead = std::mem::replace(&mut st.items, keep);
+        st.retired = st.retired.split_off(&w);
+        for c in &mut st.conns {
+            if c.consumed.first().is_some_and(|&t| t < w) {
+                c.consumed = c.consumed.split_off(&w);
+            }
+        }
+        let n = dead.len();
+        st.stats.reclaimed += n as u64;
+        if n > 0 && st.put_waiters > 0 {
+            self.putters.notify_all();
+        }
+        if st.get_waiters > 0 {
+            self.getters.notify_all();
+        }
+        let handler = st.garbage.clone();
+        drop(st);
+        if let Some(h) = handler {
+            for (ts, slot) in &dead {
+                h(*ts, &slot.item);
+            }
+        }
+        n
+    }
+}
+
+/// A channel: time-indexed items, at most one per timestamp, put in any order.
+///
+/// Handles are cheap to clone. Items are reclaimed when the zone's watermark passes them,
+/// or, for items put with a reference count, once that many connections consumed them.
+#[derive(Clone)]
+pub struct Channel {
+    pub(crate) core: Arc<ChannelCore>,
+}
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.core.id)
+            .field("name", &self.core.name)
+            .finish()
+    }
+}
+
+impl Channel {
+    /// The registered name, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.core.name.as_deref()
+    }
+    /// The capacity, if bounded.
+    pub fn capacity(&self) -> Option<usize> {
+        self.core.capacity
+    }
+    /// Number of items stored now.
+    pub fn len(&self) -> usize {
+        self.core.lock().items.len()
+    }
+    /// Whether the channel stores no item now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Timestamps of the items stored now, ascending.
+    pub fn timestamps(&self) -> Vec<Timestamp> {
+        self.core.lock().items.keys().copied().collect()
+    }
+    /// Counters.
+    pub fn stats(&self) -> ChannelStats {
+        let st = self.core.lock();
+        ChannelStats {
+            items: st.items.len(),
+            connections: st.conns.len(),
+            open: st.conns.iter().map(|c| c.open.len()).sum(),
+            ..st.stats
+        }
+    }
+
+    /// Closes the channel: puts fail, gets return what is left and then `Closed`.
+    pub fn close(&self) {
+        self.core.close();
+    }
+
+    /// Whether the channel was closed.
+    pub fn is_closed(&self) -> bool {
+        self.core.lock().closed
+    }
+
+    /// Installs the garbage handler, run once for every reclaimed item (outside any lock).
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use stampede_core::{ContainerOptions, Runtime, INFINITY};
+    /// let rt = Runtime::builder().gc_interval(None).build();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// let freed = Arc::new(Mutex::new(Vec::new()));
+    /// let f = freed.clone();
+    /// ch.on_garbage(move |ts, _item| f.lock().unwrap().push(ts));
+    /// let t = rt.task(0).unwrap();
+    /// let out = t.attach_output(&ch).unwrap();
+    /// out.put(0, "a").unwrap();
+    /// out.put(1, "b").unwrap();
+    /// t.set_virtual_time(1).unwrap();
+    /// rt.collect();
+    /// assert_eq!(*freed.lock().unwrap(), vec![0]); // 1 is still reachable: vt is 1
+    /// ```
+    pub fn on_garbage(&self, handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static) {
+        self.core.lock().garbage = Some(Arc::new(handler));
+    }
+
+    /// Calls `f` with the timestamp of every item put from now on, on the putting thread.
+    pub fn on_arrival(&self, f: impl Fn(Timestamp) + Send + Sync + 'static) -> SubscriptionId {
+        self.core.lock().subscribers.add_callback(Arc::new(f))
+    }
+
+    /// An async stream of the timestamps of items put from now on, buffering up to
+    /// `capacity` notifications.
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use stampede_core::{ContainerOptions, Runtime};
+    /// let rt = Runtime::new();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// let mut arrivals = ch.arrivals(16);
+    /// let t = rt.task(0).unwrap();
+    /// let out = t.attach_output(&ch).unwrap();
+    /// out.put(7, "x").unwrap();
+    /// assert_eq!(futures::executor::block_on(arrivals.next()), Some(7));
+    /// ```
+    pub fn arrivals(&self, capacity: usize) -> Arrivals {
+        let (_, shared) = self.core.lock().subscribers.add_stream(capacity);
+        Arrivals { shared }
+    }
+
+    /// Cancels a subscription; returns whether it existed.
+    pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        self.core.lock().subscribers.remove(id)
+    }
+}

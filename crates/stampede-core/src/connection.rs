@@ -1,0 +1,301 @@
+//! Input and output connections: every operation on a container goes through one.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::channel::{Channel, Selector, Wait};
+use crate::container::{Container, Kind};
+use crate::error::{GetError, PutError, StmError};
+use crate::gc::ConnId;
+use crate::item::Item;
+use crate::queue::{Queue, QueueItem};
+use crate::register::Register;
+use crate::task::{Detach, TaskInner};
+use crate::time::Timestamp;
+
+/// A task's attachment to a container for getting. Dropping it detaches.
+pub struct InputConnection<C: Container> {
+    container: C,
+    task: Arc<TaskInner>,
+    id: ConnId,
+}
+
+/// A task's attachment to a container for putting.
+pub struct OutputConnection<C: Container> {
+    container: C,
+    task: Arc<TaskInner>,
+    id: ConnId,
+}
+
+impl<C: Container> fmt::Debug for InputConnection<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputConnection")
+            .field("id", &self.id)
+            .field("container", &self.container.id())
+            .field("task", &self.task.id)
+            .finish()
+    }
+}
+
+impl<C: Container> fmt::Debug for OutputConnection<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutputConnection")
+            .field("id", &self.id)
+            .field("container", &self.container.id())
+            .field("task", &self.task.id)
+            .finish()
+    }
+}
+
+impl<C: Container> InputConnection<C> {
+    pub(crate) fn new(container: C, task: Arc<TaskInner>, id: ConnId) -> Self {
+        Self {
+            container,
+            task,
+            id,
+        }
+    }
+    /// The connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+    /// The container.
+    pub fn container(&self) -> &C {
+        &self.container
+    }
+    /// Detaches: open items close, and this connection no longer holds the watermark.
+    pub fn detach(self) {}
+}
+
+impl<C: Container> Drop for InputConnection<C> {
+    fn drop(&mut self) {
+        let d: Arc<dyn Detach> = match self.container.handle().kind {
+            Kind::Channel(c) => c,
+            Kind::Queue(q) => q,
+            Kind::Register(r) => r,
+        };
+        d.detach(self.id, &self.task);
+        self.task.unregister_conn(self.id);
+    }
+}
+
+impl<C: Container> OutputConnection<C> {
+    pub(crate) fn new(container: C, task: Arc<TaskInner>, id: ConnId) -> Self {
+        Self {
+            container,
+            task,
+            id,
+        }
+    }
+    /// The connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+    /// The container.
+    pub fn container(&self) -> &C {
+        &self.container
+    }
+}
+
+/// Options of a channel put beyond its timestamp and item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PutOptions {
+    /// Reclaim the item as soon as this many connections consumed it.
+    pub consumers: Option<u32>,
+    /// Whether to wait for space in a full bounded channel.
+    pub wait: Wait,
+}
+
+impl Default for PutOptions {
+    fn default() -> Self {
+        PutOptions {
+            consumers: None,
+            wait: Wait::Forever,
+        }
+    }
+}
+
+impl PutOptions {
+    /// Reclaim after `n` consumes.
+    pub fn consumers(mut self, n: u32) -> Self {
+        self.consumers = Some(n);
+        self
+    }
+    /// How long to wait for space.
+    pub fn wait(mut self, wait: Wait) -> Self {
+        self.wait = wait;
+        self
+    }
+}
+
+impl OutputConnection<Channel> {
+    /// Puts `item` at `ts`, waiting for space if the channel is bounded and full.
+    pub fn put(&self, ts: Timestamp, item: impl Into<Item>) -> Result<(), PutError> {
+        self.put_with(ts, item, PutOptions::default())
+    }
+
+    /// Puts without waiting; a full channel gives [`PutErrorKind::Full`](crate::PutErrorKind::Full).
+    pub fn try_put(&self, ts: Timestamp, item: impl Into<Item>) -> Result<(), PutError> {
+        self.put_with(ts, item, PutOptions::default().wait(Wait::Never))
+    }
+
+    /// Puts, waiting at most `timeout` for space.
+    pub fn put_timeout(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        timeout: Duration,
+    ) -> Result<(), PutError> {
+        self.put_with(ts, item, PutOptions::default().wait(Wait::For(timeout)))
+    }
+
+    /// Puts with a reference count and wait mode.
+    ///
+    /// ```
+    /// use stampede_core::{ContainerOptions, PutOptions, Runtime, Selector, INFINITY};
+    /// let rt = Runtime::builder().gc_interval(None).build();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// let (p, c) = (rt.task(0).unwrap(), rt.task(INFINITY).unwrap());
+    /// let (out, input) = (p.attach_output(&ch).unwrap(), c.attach_input(&ch).unwrap());
+    /// out.put_with(0, "once", PutOptions::default().consumers(1)).unwrap();
+    /// input.get(Selector::Exact(0)).unwrap();
+    /// input.consume(0).unwrap();
+    /// assert!(ch.is_empty()); // reclaimed at once, though the producer's vt is still 0
+    /// ```
+    pub fn put_with(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        opts: PutOptions,
+    ) -> Result<(), PutError> {
+        self.container
+            .core
+            .put(&self.task, ts, item.into(), opts.consumers, opts.wait)
+    }
+}
+
+impl OutputConnection<Queue> {
+    /// Puts `item` at `ts`, waiting for space if the queue is bounded and full; returns the
+    /// item's ticket.
+    pub fn put(&self, ts: Timestamp, item: impl Into<Item>) -> Result<u64, PutError> {
+        self.put_with(ts, item, Wait::Forever)
+    }
+    /// Puts without waiting.
+    pub fn try_put(&self, ts: Timestamp, item: impl Into<Item>) -> Result<u64, PutError> {
+        self.put_with(ts, item, Wait::Never)
+    }
+    /// Puts, waiting at most `timeout` for space.
+    pub fn put_timeout(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        timeout: Duration,
+    ) -> Result<u64, PutError> {
+        self.put_with(ts, item, Wait::For(timeout))
+    }
+    /// Puts with an explicit wait mode.
+    pub fn put_with(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        wait: Wait,
+    ) -> Result<u64, PutError> {
+        self.container.core.put(&self.task, ts, item.into(), wait)
+    }
+}
+
+impl OutputConnection<Register> {
+    /// Overwrites the register's value; returns the write's sequence number.
+    pub fn write(&self, item: impl Into<Item>) -> Result<u64, StmError> {
+        self.container.core.write(&self.task, item.into())
+    }
+}
+
+impl InputConnection<Channel> {
+    /// Gets the selected item, blocking until one exists.
+    ///
+    /// ```
+    /// use stampede_core::{ContainerOptions, GetError, Runtime, Selector, INFINITY};
+    /// let rt = Runtime::new();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// let (p, c) = (rt.task(0).unwrap(), rt.task(INFINITY).unwrap());
+    /// let (out, input) = (p.attach_output(&ch).unwrap(), c.attach_input(&ch).unwrap());
+    /// for ts in [3, 1, 2] { out.put(ts, ts.to_string()).unwrap(); }
+    /// assert_eq!(input.get(Selector::NewestUnseen).unwrap().0, 3);
+    /// assert_eq!(input.get(Selector::NewestUnseen).unwrap().0, 2);
+    /// assert_eq!(input.get(Selector::Oldest).unwrap().0, 1);
+    /// input.consume_until(2).unwrap();
+    /// assert_eq!(input.try_get(Selector::Exact(1)).unwrap_err(), GetError::Gone(1));
+    /// ```
+    pub fn get(&self, sel: Selector) -> Result<(Timestamp, Item), GetError> {
+        self.get_with(sel, Wait::Forever)
+    }
+    /// Gets without waiting; on failure reports the neighbouring timestamps.
+    pub fn try_get(&self, sel: Selector) -> Result<(Timestamp, Item), GetError> {
+        self.get_with(sel, Wait::Never)
+    }
+    /// Gets, waiting at most `timeout`.
+    pub fn get_timeout(
+        &self,
+        sel: Selector,
+        timeout: Duration,
+    ) -> Result<(Timestamp, Item), GetError> {
+        self.get_with(sel, Wait::For(timeout))
+    }
+    /// Gets with an explicit wait mode.
+    pub fn get_with(&self, sel: Selector, wait: Wait) -> Result<(Timestamp, Item), GetError> {
+        self.container.core.get(self.id, sel, wait)
+    }
+    /// Marks the item at `ts` consumed on this connection (it need not be open, or present).
+    pub fn consume(&self, ts: Timestamp) -> Result<(), StmError> {
+        self.container.core.consume(self.id, ts)
+    }
+    /// Marks every item at or below `ts` consumed, including ones that arrive later.
+    pub fn consume_until(&self, ts: Timestamp) -> Result<(), StmError> {
+        self.container.core.consume_until(self.id, ts)
+    }
+}
+
+impl InputConnection<Queue> {
+    /// Gets the oldest waiting item, blocking until one exists.
+    pub fn get(&self) -> Result<QueueItem, GetError> {
+        self.get_with(Wait::Forever)
+    }
+    /// Gets without waiting.
+    pub fn try_get(&self) -> Result<QueueItem, GetError> {
+        self.get_with(Wait::Never)
+    }
+    /// Gets, waiting at most `timeout`.
+    pub fn get_timeout(&self, timeout: Duration) -> Result<QueueItem, GetError> {
+        self.get_with(Wait::For(timeout))
+    }
+    /// Gets with an explicit wait mode.
+    pub fn get_with(&self, wait: Wait) -> Result<QueueItem, GetError> {
+        self.container.core.get(self.id, &self.task, wait)
+    }
+    /// Consumes (frees) the item with this ticket, which this connection must hold.
+    pub fn consume(&self, ticket: u64) -> Result<(), StmError> {
+        self.container.core.consume(self.id, ticket)
+    }
+}
+
+impl InputConnection<Register> {
+    /// Reads the value, blocking until a write newer than this connection's last read.
+    pub fn read(&self) -> Result<(u64, Item), GetError> {
+        self.read_with(Wait::Forever)
+    }
+    /// Reads without waiting.
+    pub fn try_read(&self) -> Result<(u64, Item), GetError> {
+        self.read_with(Wait::Never)
+    }
+    /// Reads, waiting at most `timeout`.
+    pub fn read_timeout(&self, timeout: Duration) -> Result<(u64, Item), GetError> {
+        self.read_with(Wait::For(timeout))
+    }
+    /// Reads with an explicit wait mode.
+    pub fn read_with(&self, wait: Wait) -> Result<(u64, Item), GetError> {
+        self.container.core.read(self.id, wait)
+    }
+}

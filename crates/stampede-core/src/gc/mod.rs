@@ -1,0 +1,337 @@
+//! The garbage-collection watermark of a time zone.
+//!
+//! # Invariants
+//!
+//! The watermark `W` of a zone is the minimum of
+//! 1. the virtual time of every live task of the zone,
+//! 2. the timestamp of every put that has been issued but not yet stored (a put blocked on a
+//!    full container),
+//! 3. the timestamp of every unconsumed queue item (waiting or held by a getter),
+//! 4. for every input connection to a channel of the zone, the smallest timestamp of an item
+//!    present in the channel and not consumed on that connection.
+//!
+//! Every task's visibility is at least `W`, so no task can ever put, get or attach below it:
+//! items below `W` are unreachable and are reclaimed. The applied watermark (the zone's
+//! *floor*) only rises; a zone with no live task keeps its floor, because a task created
+//! later from the runtime may start anywhere at or above it.
+//!
+//! Operations that can move a low term from one place to another (put, attach, spawn,
+//! set_virtual_time) hold the zone's GC lock shared; a pass holds it exclusively while it
+//! reads the terms, so it sees a consistent cut. Get and consume only move terms within one
+//! container or raise them, so they never take the GC lock. Reclamation itself happens
+//! after the cut is taken, outside the lock.
+//!
+//! A task's cached visibility must never be lower than the terms the GC sees for it, so
+//! operations raise visibility before they raise the container term (consume), and lower the
+//! container term before they lower visibility (get).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+use crate::sync::{lock, Ordering, AtomicI64, AtomicU64, AtomicUsize, Mutex, RwLock};
+use crate::task::{TaskId, TaskInner};
+use crate::time::{fmt_ts, Timestamp, ZoneId, INFINITY};
+
+/// Identifies a container within a runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContainerId(pub u64);
+
+/// Identifies a connection within a runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u64);
+
+/// One term of the watermark: a timestamp and what holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// The timestamp this term holds the watermark at.
+    pub ts: Timestamp,
+    /// What holds it.
+    pub cause: HoldCause,
+}
+
+/// What holds a watermark term.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HoldCause {
+    /// A live task's virtual time.
+    VirtualTime {
+        /// The task.
+        task: TaskId,
+        /// Its name.
+        task_name: String,
+    },
+    /// A put blocked on a full container.
+    PendingPut {
+        /// The putting task.
+        task: TaskId,
+        /// Its name.
+        task_name: String,
+        /// The container it waits for.
+        container: ContainerId,
+    },
+    /// The oldest item not yet consumed on a channel input connection.
+    Unconsumed {
+        /// The channel.
+        container: ContainerId,
+        /// The channel's name, if registered.
+        container_name: Option<String>,
+        /// The input connection.
+        connection: ConnId,
+        /// The connection's task.
+        task: TaskId,
+        /// Its name.
+        task_name: String,
+    },
+    /// An unconsumed queue item.
+    QueueItem {
+        /// The queue.
+        container: ContainerId,
+        /// The queue's name, if registered.
+        container_name: Option<String>,
+        /// The item's ticket.
+        ticket: u64,
+        /// The task holding it open, if it was gotten.
+        held_by: Option<TaskId>,
+    },
+}
+
+impl fmt::Display for Hold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ts = fmt_ts(self.ts);
+        let name = |n: &Option<String>, id: &ContainerId| {
+            n.clone().unwrap_or_else(|| format!("#{}", id.0))
+        };
+        match &self.cause {
+            HoldCause::VirtualTime { task, task_name } => {
+                write!(f, "{ts}: virtual time of task {task_name} ({})", task.0)
+            }
+            HoldCause::PendingPut {
+                task_name,
+                container,
+                ..
+            } => write!(f, "{ts}: put by {task_name} waiting on #{}", container.0),
+            HoldCause::Unconsumed {
+                container,
+                container_name,
+                connection,
+                task_name,
+                ..
+            } => write!(
+                f,
+                "{ts}: unconsumed in {} on connection {} of task {task_name}",
+                name(container_name, container),
+                connection.0
+            ),
+            HoldCause::QueueItem {
+                container,
+                container_name,
+                ticket,
+                held_by,
+            } => write!(
+                f,
+                "{ts}: queue item {ticket} in {}{}",
+                name(container_name, container),
+                held_by.map_or(String::new(), |t| format!(", held by task {}", t.0))
+            ),
+        }
+    }
+}
+
+/// Every term of a zone's watermark, from [`Runtime::explain`](crate::Runtime::explain).
+#[derive(Clone, Debug)]
+pub struct WatermarkReport {
+    /// The zone.
+    pub zone: ZoneId,
+    /// The watermark applied so far; everything below it has been reclaimed.
+    pub floor: Timestamp,
+    /// The watermark the terms give now (a pass would raise the floor to it).
+    pub watermark: Timestamp,
+    /// Every term, lowest first.
+    pub holds: Vec<Hold>,
+}
+
+impl WatermarkReport {
+    /// The terms at the watermark: what holds it back.
+    pub fn holders(&self) -> impl Iterator<Item = &Hold> {
+        let w = self.watermark;
+        self.holds.iter().filter(move |h| h.ts == w)
+    }
+}
+
+impl fmt::Display for WatermarkReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: watermark {} (reclaimed below {})",
+            self.zone,
+            fmt_ts(self.watermark),
+            fmt_ts(self.floor)
+        )?;
+        for h in &self.holds {
+            writeln!(f, "  {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the GC needs from a container.
+pub(crate) trait Collectable: Send + Sync {
+    /// The container's lowest term; pushes every term to `holds` if given.
+    fn low_mark(&self, holds: Option<&mut Vec<Hold>>) -> Timestamp;
+    /// Reclaims every item below `w`; returns how many.
+    fn reclaim_below(&self, w: Timestamp) -> usize;
+}
+
+/// Counters of a zone's collector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    /// Passes run.
+    pub passes: u64,
+    /// Items reclaimed by the watermark or by reference counts.
+    pub reclaimed: u64,
+    /// The current floor.
+    pub floor: Timestamp,
+}
+
+#[derive(Default)]
+struct Members {
+    tasks: HashMap<TaskId, Arc<TaskInner>>,
+    containers: Vec<Weak<dyn Collectable>>,
+}
+
+/// A time zone: its members, its floor and the lock that makes a pass a consistent cut.
+pub(crate) struct Zone {
+    pub(crate) id: ZoneId,
+    gc: RwLock<()>,
+    floor: AtomicI64,
+    members: Mutex<Members>,
+    /// Puts waiting for space; while nonzero, every raise of a term runs a pass.
+    pub(crate) blocked_putters: AtomicUsize,
+    passes: AtomicU64,
+    pub(crate) reclaimed: AtomicU64,
+}
+
+impl fmt::Debug for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Zone").field("id", &self.id).finish()
+    }
+}
+
+pub(crate) type GcReadGuard<'a> = crate::sync::RwLockReadGuard<'a, ()>;
+
+impl Zone {
+    pub(crate) fn new(id: ZoneId) -> Zone {
+        Zone {
+            id,
+            gc: RwLock::new(()),
+            floor: AtomicI64::new(Timestamp::MIN),
+            members: Mutex::new(Members::default()),
+            blocked_putters: AtomicUsize::new(0),
+            passes: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
+        }
+    }
+
+    /// Holds off passes while a term moves.
+    pub(crate) fn shared(&self) -> GcReadGuard<'_> {
+        self.gc.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn floor(&self) -> Timestamp {
+        self.floor.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn add_task(&self, t: Arc<TaskInner>) {
+        lock(&self.members).tasks.insert(t.id, t);
+    }
+
+    pub(crate) fn remove_task(&self, id: TaskId) {
+        lock(&self.members).tasks.remove(&id);
+    }
+
+    pub(crate) fn add_container(&self, c: Weak<dyn Collectable>) {
+        lock(&self.members).containers.push(c);
+    }
+
+    fn snapshot(&self) -> (Vec<Arc<TaskInner>>, Vec<Arc<dyn Collectable>>) {
+        let mut m = lock(&self.members);
+        m.containers.retain(|c| c.strong_count() > 0);
+        let cs = m.containers.iter().filter_map(Weak::upgrade).collect();
+        (m.tasks.values().cloned().collect(), cs)
+    }
+
+    fn terms(
+        tasks: &[Arc<TaskInner>],
+        containers: &[Arc<dyn Collectable>],
+        mut holds: Option<&mut Vec<Hold>>,
+    ) -> Timestamp {
+        let mut w = INFINITY;
+        for t in tasks {
+            w = w.min(t.gc_term(holds.as_deref_mut()));
+        }
+        for c in containers {
+            w = w.min(c.low_mark(holds.as_deref_mut()));
+        }
+        w
+    }
+
+    /// Runs one pass: takes a consistent cut of the terms, raises the floor, reclaims.
+    pub(crate) fn collect(&self) -> Timestamp {
+        let (w, containers) = {
+            let _cut = self
+                .gc
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (tasks, containers) = self.snapshot();
+            self.passes.fetch_add(1, Ordering::Relaxed);
+            let floor = self.floor();
+            if tasks.is_empty() {
+                return floor;
+            }
+            let w = Self::terms(&tasks, &containers, None).max(floor);
+            self.floor.store(w, Ordering::Release);
+            (w, containers)
+        };
+        let mut n = 0;
+        for c in &containers {
+            n += c.reclaim_below(w);
+        }
+        self.reclaimed
+            .fetch_add(n as u64, Ordering::Relaxed);
+        w
+    }
+
+    /// Runs a pass if a put is waiting for space that a raised term may free.
+    pub(crate) fn nudge(&self) {
+        if self.blocked_putters.load(Ordering::Acquire) > 0 {
+            self.collect();
+        }
+    }
+
+    pub(crate) fn explain(&self) -> WatermarkReport {
+        let _cut = self
+            .gc
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (tasks, containers) = self.snapshot();
+        let mut holds = Vec::new();
+        let w = Self::terms(&tasks, &containers, Some(&mut holds));
+        holds.sort_by_key(|h| h.ts);
+        let floor = self.floor();
+        WatermarkReport {
+            zone: self.id,
+            floor,
+            watermark: if tasks.is_empty() { floor } else { w.max(floor) },
+            holds,
+        }
+    }
+
+    pub(crate) fn stats(&self) -> GcStats {
+        GcStats {
+            passes: self.passes.load(Ordering::Relaxed),
+            reclaimed: self.reclaimed.load(Ordering::Relaxed),
+            floor: self.floor(),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Registers: one value, overwritten by each write, with full/empty signalling.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::channel::Wait;
+use crate::error::{GetError, Neighbors, StmError};
+use crate::gc::{ConnId, ContainerId};
+use crate::item::Item;
+use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard};
+use crate::task::{Detach, TaskInner};
+use crate::time::ZoneId;
+
+struct State {
+    value: Option<Item>,
+    /// Number of writes so far.
+    seq: u64,
+    /// Per input connection, the `seq` of its last read.
+    readers: Vec<(ConnId, u64)>,
+    closed: bool,
+    waiters: usize,
+}
+
+pub(crate) struct RegisterCore {
+    pub(crate) id: ContainerId,
+    pub(crate) name: Option<String>,
+    pub(crate) zone: ZoneId,
+    state: Mutex<State>,
+    readers: Condvar,
+}
+
+impl RegisterCore {
+    pub(crate) fn new(id: ContainerId, name: Option<String>, zone: ZoneId) -> Self {
+        RegisterCore {
+            id,
+            name,
+            zone,
+            state: Mutex::new(State {
+                value: None,
+                seq: 0,
+                readers: Vec::new(),
+                closed: false,
+                waiters: 0,
+            }),
+            readers: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    pub(crate) fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
+        if !task.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        // A new reader has seen nothing, so the current value (if any) counts as new.
+        self.lock().readers.push((id, 0));
+        Ok(())
+    }
+
+    pub(crate) fn write(&self, task: &TaskInner, item: Item) -> Result<u64, StmError> {
+        if !task.is_alive() {
+            return Err(StmError::Detached);
+        }
+        let mut st = self.lock();
+        if st.closed {
+            return Err(StmError::Closed);
+        }
+        st.value = Some(item);
+        st.seq += 1;
+        if st.waiters > 0 {
+            self.readers.notify_all();
+        }
+        Ok(st.seq)
+    }
+
+    pub(crate) fn read(&self, conn: ConnId, wait_mode: Wait) -> Result<(u64, Item), GetError> {
+        let (may_wait, deadline) = wait_mode.deadline();
+        let mut st = self.lock();
+        loop {
+            let i = st
+                .readers
+                .iter()
+                .position(|r| r.0 == conn)
+                .ok_or(GetError::Detached)?;
+            if st.seq > st.readers[i].1 {
+                let seq = st.seq;
+                st.readers[i].1 = seq;
+                let item = st.value.clone().expect("a write happened");
+                return Ok((seq, item));
+            }
+            if st.closed {
+                return Err(GetError::Closed);
+            }
+            if !may_wait {
+                return Err(GetError::Unavailable(Neighbors::default()));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(GetError::Timeout(Neighbors::default()));
+            }
+            st.waiters += 1;
+            let (g, _) = wait(&self.readers, st, deadline);
+            st = g;
+            st.waiters -= 1;
+        }
+    }
+}
+
+impl Detach for RegisterCore {
+    fn detach(&self, conn: ConnId, _task: &TaskInner) {
+        let mut st = self.lock();
+        st.readers.retain(|r| r.0 != conn);
+        if st.waiters > 0 {
+            self.readers.notify_all();
+        }
+    }
+}
+
+/// A register: a shared variable whose reads wait for a write newer than the reader's last
+/// read.
+///
+/// ```
+/// use stampede_core::{ContainerOptions, GetError, Runtime};
+/// let rt = Runtime::new();
+/// let mode = rt.register(ContainerOptions::default().name("mode")).unwrap();
+/// let t = rt.task(0).unwrap();
+/// let (w, r) = (t.attach_output(&mode).unwrap(), t.attach_input(&mode).unwrap());
+/// w.write("idle").unwrap();
+/// w.write("tracking").unwrap();             // overwrites
+/// assert_eq!(r.read().unwrap().1.as_str(), Some("tracking"));
+/// assert!(matches!(r.try_read(), Err(GetError::Unavailable(_)))); // nothing newer yet
+/// ```
+#[derive(Clone)]
+pub struct Register {
+    pub(crate) core: Arc<RegisterCore>,
+}
+
+impl fmt::Debug for Register {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Register")
+            .field("id", &self.core.id)
+            .field("name", &self.core.name)
+            .finish()
+    }
+}
+
+impl Register {
+    /// The registered name, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.core.name.as_deref()
+    }
+    /// The current value and its write number, without waiting or marking it read.
+    pub fn peek(&self) -> Option<(u64, Item)> {
+        let st = self.core.lock();
+        st.value.clone().map(|v| (st.seq, v))
+    }
+    /// Closes the register: writes fail, waiting reads return `Closed`.
+    pub fn close(&self) {
+        let mut st = self.core.lock();
+        st.closed = true;
+        self.core.readers.notify_all();
+    }
+}

@@ -1,0 +1,323 @@
+//! The in-process runtime: zones, names, ids and the background collector.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::channel::{Channel, ChannelCore};
+use crate::container::{ContainerOptions, Named};
+use crate::error::StmError;
+use crate::gc::{ConnId, GcStats, WatermarkReport, Zone};
+use crate::queue::{Queue, QueueCore};
+use crate::register::{Register, RegisterCore};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::task::{Task, TaskBuilder};
+use crate::time::{Timestamp, ZoneId};
+
+enum NamedWeak {
+    Channel(Weak<ChannelCore>),
+    Queue(Weak<QueueCore>),
+    Register(Weak<RegisterCore>),
+}
+
+impl NamedWeak {
+    fn upgrade(&self) -> Option<Named> {
+        Some(match self {
+            NamedWeak::Channel(w) => Named::Channel(Channel { core: w.upgrade()? }),
+            NamedWeak::Queue(w) => Named::Queue(Queue { core: w.upgrade()? }),
+            NamedWeak::Register(w) => Named::Register(Register { core: w.upgrade()? }),
+        })
+    }
+}
+
+pub(crate) struct RtInner {
+    zones: Mutex<HashMap<ZoneId, Arc<Zone>>>,
+    names: Mutex<HashMap<String, NamedWeak>>,
+    next_id: AtomicU64,
+    #[cfg(not(loom))]
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Drop for RtInner {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        {
+            let (m, cv) = &*self.stop;
+            *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+            cv.notify_all();
+        }
+    }
+}
+
+/// An address space's Space-Time Memory: containers, tasks and their garbage collection.
+///
+/// Handles are cheap to clone and share one runtime. A background thread runs a collection
+/// pass every `gc_interval` (see [`RuntimeBuilder`]); puts that find a bounded container full
+/// run one themselves.
+///
+/// ```
+/// use stampede_core::{ContainerOptions, Runtime, Selector, INFINITY};
+/// let rt = Runtime::new();
+/// let frames = rt.channel(ContainerOptions::bounded(4).name("frames")).unwrap();
+///
+/// let producer = rt.spawn(0, {
+///     let frames = frames.clone();
+///     move |task| {
+///         let out = task.attach_output(&frames).unwrap();
+///         for n in 0..10 {
+///             out.put(n, format!("frame {n}")).unwrap();
+///             task.set_virtual_time(n + 1).unwrap();
+///         }
+///     }
+/// }).unwrap();
+///
+/// let tracker = rt.task(INFINITY).unwrap();
+/// let input = tracker.attach_input(&frames).unwrap();
+/// for n in 0..10 {
+///     let (ts, item) = input.get(Selector::NextUnseen).unwrap();
+///     assert_eq!((ts, item.as_str().unwrap()), (n, format!("frame {n}").as_str()));
+///     input.consume_until(ts).unwrap();
+/// }
+/// producer.join().unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RtInner>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Configures a [`Runtime`].
+#[derive(Clone, Debug)]
+pub struct RuntimeBuilder {
+    gc_interval: Option<Duration>,
+}
+
+impl RuntimeBuilder {
+    /// How often the background collector runs; `None` runs passes only on demand (full
+    /// bounded containers and [`Runtime::collect`]). Default: 5 ms.
+    pub fn gc_interval(mut self, interval: Option<Duration>) -> Self {
+        self.gc_interval = interval;
+        self
+    }
+
+    /// Starts the runtime.
+    pub fn build(self) -> Runtime {
+        let inner = Arc::new(RtInner {
+            zones: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            #[cfg(not(loom))]
+            stop: Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new())),
+        });
+        #[cfg(not(loom))]
+        if let Some(every) = self.gc_interval {
+            let weak = Arc::downgrade(&inner);
+            let stop = inner.stop.clone();
+            // Without a collector thread passes still run on demand, so a failed start only
+            // delays reclamation of unbounded containers.
+            let _ = std::thread::Builder::new()
+                .name("stampede-gc".into())
+                .spawn(move || collector(weak, stop, every));
+        }
+        Runtime { inner }
+    }
+}
+
+#[cfg(not(loom))]
+fn collector(
+    rt: Weak<RtInner>,
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    every: Duration,
+) {
+    let (m, cv) = &*stop;
+    let mut stopped = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        stopped = cv
+            .wait_timeout(stopped, every)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+        if *stopped {
+            return;
+        }
+        let Some(inner) = rt.upgrade() else { return };
+        let zones: Vec<_> = lock(&inner.zones).values().cloned().collect();
+        drop(inner);
+        drop(stopped);
+        for z in zones {
+            z.collect();
+        }
+        stopped = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+impl Runtime {
+    /// A runtime with the default configuration.
+    pub fn new() -> Runtime {
+        Runtime::builder().build()
+    }
+
+    /// Configures a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            gc_interval: Some(Duration::from_millis(5)),
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn next_conn(&self) -> ConnId {
+        ConnId(self.next_id())
+    }
+
+    pub(crate) fn zone(&self, id: ZoneId) -> Arc<Zone> {
+        lock(&self.inner.zones)
+            .entry(id)
+            .or_insert_with(|| Arc::new(Zone::new(id)))
+            .clone()
+    }
+
+    fn register_name(&self, name: &Option<String>, w: NamedWeak) -> Result<(), StmError> {
+        let Some(name) = name else { return Ok(()) };
+        let mut names = lock(&self.inner.names);
+        if let Some(old) = names.get(name) {
+            if old.upgrade().is_some() {
+                return Err(StmError::NameTaken(name.clone()));
+            }
+        }
+        names.insert(name.clone(), w);
+        Ok(())
+    }
+
+    /// Creates a channel: at most one item per timestamp, random access by timestamp.
+    pub fn channel(&self, opts: ContainerOptions) -> Result<Channel, StmError> {
+        if opts.capacity == Some(0) {
+            return Err(StmError::InvalidArgument("capacity must be at least 1"));
+        }
+        let zone = self.zone(opts.zone);
+        let core = Arc::new(ChannelCore::new(
+            crate::gc::ContainerId(self.next_id()),
+            opts.name.clone(),
+            opts.capacity,
+            zone.clone(),
+        ));
+        self.register_name(&opts.name, NamedWeak::Channel(Arc::downgrade(&core)))?;
+        let weak: Weak<ChannelCore> = Arc::downgrade(&core);
+        zone.add_container(weak);
+        Ok(Channel { core })
+    }
+
+    /// Creates a queue: FIFO, several items per timestamp, each delivered once.
+    pub fn queue(&self, opts: ContainerOptions) -> Result<Queue, StmError> {
+        if opts.capacity == Some(0) {
+            return Err(StmError::InvalidArgument("capacity must be at least 1"));
+        }
+        let zone = self.zone(opts.zone);
+        let core = Arc::new(QueueCore::new(
+            crate::gc::ContainerId(self.next_id()),
+            opts.name.clone(),
+            opts.capacity,
+            zone.clone(),
+        ));
+        self.register_name(&opts.name, NamedWeak::Queue(Arc::downgrade(&core)))?;
+        let weak: Weak<QueueCore> = Arc::downgrade(&core);
+        zone.add_container(weak);
+        Ok(Queue { core })
+    }
+
+    /// Creates a register: one value, overwritten by each write.
+    pub fn register(&self, opts: ContainerOptions) -> Result<Register, StmError> {
+        let core = Arc::new(RegisterCore::new(
+            crate::gc::ContainerId(self.next_id()),
+            opts.name.clone(),
+            opts.zone,
+        ));
+        self.register_name(&opts.name, NamedWeak::Register(Arc::downgrade(&core)))?;
+        Ok(Register { core })
+    }
+
+    /// Looks up a container by name.
+    pub fn lookup(&self, name: &str) -> Option<Named> {
+        lock(&self.inner.names).get(name)?.upgrade()
+    }
+
+    /// Looks up a channel by name.
+    pub fn lookup_channel(&self, name: &str) -> Option<Channel> {
+        match self.lookup(name)? {
+            Named::Channel(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Names of the live registered containers, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names = lock(&self.inner.names);
+        names.retain(|_, w| w.upgrade().is_some());
+        let mut v: Vec<String> = names.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Starts building a task.
+    pub fn task_builder(&self) -> TaskBuilder<'static> {
+        TaskBuilder::new(self)
+    }
+
+    /// Creates a task at virtual time `vt` in the default zone, for use on this thread.
+    pub fn task(&self, vt: Timestamp) -> Result<Task, StmError> {
+        self.task_builder().virtual_time(vt).create()
+    }
+
+    /// Runs `f` as a new task at virtual time `vt` on its own thread.
+    pub fn spawn<F, R>(&self, vt: Timestamp, f: F) -> Result<std::thread::JoinHandle<R>, StmError>
+    where
+        F: FnOnce(Task) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.task_builder().virtual_time(vt).spawn(f)
+    }
+
+    /// Runs a collection pass in the default zone; returns the new floor.
+    pub fn collect(&self) -> Timestamp {
+        self.collect_zone(ZoneId::DEFAULT)
+    }
+
+    /// Runs a collection pass in `zone`; returns the new floor.
+    pub fn collect_zone(&self, zone: ZoneId) -> Timestamp {
+        self.zone(zone).collect()
+    }
+
+    /// Everything that holds `zone`'s watermark, lowest first.
+    ///
+    /// ```
+    /// use stampede_core::{ContainerOptions, HoldCause, Runtime};
+    /// let rt = Runtime::new();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// let slow = rt.task_builder().name("slow").virtual_time(3).create().unwrap();
+    /// let report = rt.explain(Default::default());
+    /// assert_eq!(report.watermark, 3);
+    /// let holder = report.holders().next().unwrap();
+    /// assert!(matches!(&holder.cause, HoldCause::VirtualTime { task_name, .. } if task_name == "slow"));
+    /// ```
+    pub fn explain(&self, zone: ZoneId) -> WatermarkReport {
+        self.zone(zone).explain()
+    }
+
+    /// The collector's counters for `zone`.
+    pub fn gc_stats(&self, zone: ZoneId) -> GcStats {
+        self.zone(zone).stats()
+    }
+}

@@ -1,0 +1,51 @@
+//! Synchronisation primitives, swapped for loom's models under `cfg(loom)` so the
+//! concurrent core can be model-checked unchanged.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
+    Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard,
+};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
+    Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard,
+};
+
+use std::sync::PoisonError;
+use std::time::{Duration, Instant};
+
+/// Locks `m`, ignoring poisoning: every critical section leaves state consistent before
+/// calling user code, so a panic elsewhere never leaves a half-updated container.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits on `cv`, up to `deadline` if one is given. Returns the guard and whether the
+/// deadline has passed.
+pub(crate) fn wait<'a, T>(
+    cv: &Condvar,
+    guard: MutexGuard<'a, T>,
+    deadline: Option<Instant>,
+) -> (MutexGuard<'a, T>, bool) {
+    match deadline {
+        None => (cv.wait(guard).unwrap_or_else(PoisonError::into_inner), false),
+        Some(d) => {
+            let now = Instant::now();
+            if now >= d {
+                return (guard, true);
+            }
+            let (g, _) = cv
+                .wait_timeout(guard, d - now)
+                .unwrap_or_else(PoisonError::into_inner);
+            (g, Instant::now() >= d)
+        }
+    }
+}
+
+/// Converts a relative timeout into a deadline, saturating on overflow.
+pub(crate) fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(60 * 60 * 24 * 365))
+}

@@ -1,0 +1,427 @@
+//! Tasks and their virtual time.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::connection::{InputConnection, OutputConnection};
+use crate::container::{Container, Kind};
+use crate::error::StmError;
+use crate::gc::{ConnId, ContainerId, Hold, HoldCause, Zone};
+use crate::pacing::{LateAction, Lateness, Pacer};
+use crate::runtime::Runtime;
+use crate::sync::{lock, AtomicBool, AtomicI64, Mutex, Ordering};
+use crate::time::{Timestamp, ZoneId, INFINITY};
+
+/// Identifies a task within a runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u64);
+
+/// A container that can drop a connection when its task goes away.
+pub(crate) trait Detach: Send + Sync {
+    fn detach(&self, conn: ConnId, task: &TaskInner);
+}
+
+struct TaskState {
+    vt: Timestamp,
+    /// Timestamps of channel items open on the task's input connections and of queue items
+    /// it holds, with multiplicity.
+    open: BTreeMap<Timestamp, u32>,
+    /// Puts waiting for space.
+    pending: Vec<(Timestamp, ContainerId)>,
+    conns: Vec<(Weak<dyn Detach>, ConnId)>,
+}
+
+impl TaskState {
+    fn visibility(&self) -> Timestamp {
+        let open = self.open.keys().next().copied().unwrap_or(INFINITY);
+        let pending = self.pending.iter().map(|p| p.0).min().unwrap_or(INFINITY);
+        self.vt.min(open).min(pending)
+    }
+}
+
+pub(crate) struct TaskInner {
+    pub(crate) id: TaskId,
+    pub(crate) name: String,
+    pub(crate) zone: Arc<Zone>,
+    /// `state.visibility()`, readable without the lock by puts.
+    visibility: AtomicI64,
+    state: Mutex<TaskState>,
+    alive: AtomicBool,
+}
+
+impl fmt::Debug for TaskInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl TaskInner {
+    fn store_visibility(&self, st: &TaskState) {
+        self.visibility.store(st.visibility(), Ordering::Release);
+    }
+
+    pub(crate) fn visibility(&self) -> Timestamp {
+        self.visibility.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn add_open(&self, ts: Timestamp) {
+        let mut st = lock(&self.state);
+        *st.open.entry(ts).or_insert(0) += 1;
+        self.store_visibility(&st);
+    }
+
+    pub(crate) fn remove_open(&self, ts: Timestamp) {
+        let mut st = lock(&self.state);
+        if let Some(n) = st.open.get_mut(&ts) {
+            *n -= 1;
+            if *n == 0 {
+                st.open.remove(&ts);
+            }
+        }
+        self.store_visibility(&st);
+    }
+
+    pub(crate) fn add_pending(&self, ts: Timestamp, c: ContainerId) {
+        let mut st = lock(&self.state);
+        st.pending.push((ts, c));
+        self.store_visibility(&st);
+    }
+
+    pub(crate) fn remove_pending(&self, ts: Timestamp, c: ContainerId) {
+        let mut st = lock(&self.state);
+        if let Some(i) = st.pending.iter().position(|p| *p == (ts, c)) {
+            st.pending.swap_remove(i);
+        }
+        self.store_visibility(&st);
+    }
+
+    /// The task's own watermark terms: its virtual time and its pending puts.
+    pub(crate) fn gc_term(&self, holds: Option<&mut Vec<Hold>>) -> Timestamp {
+        let st = lock(&self.state);
+        if let Some(h) = holds {
+            h.push(Hold {
+                ts: st.vt,
+                cause: HoldCause::VirtualTime {
+                    task: self.id,
+                    task_name: self.name.clone(),
+                },
+            });
+            for &(ts, container) in &st.pending {
+                h.push(Hold {
+                    ts,
+                    cause: HoldCause::PendingPut {
+                        task: self.id,
+                        task_name: self.name.clone(),
+                        container,
+                    },
+                });
+            }
+        }
+        let pending = st.pending.iter().map(|p| p.0).min().unwrap_or(INFINITY);
+        st.vt.min(pending)
+    }
+
+    pub(crate) fn register_conn(
+        &self,
+        c: Weak<dyn Detach>,
+        id: ConnId,
+    ) -> Result<(), StmError> {
+        let mut st = lock(&self.state);
+        if !self.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        st.conns.push((c, id));
+        Ok(())
+    }
+
+    pub(crate) fn unregister_conn(&self, id: ConnId) {
+        let mut st = lock(&self.state);
+        st.conns.retain(|(_, c)| *c != id);
+    }
+
+    fn set_virtual_time(&self, v: Timestamp) -> Result<(), StmError> {
+        let raised;
+        {
+            let _cut = self.zone.shared();
+            let mut st = lock(&self.state);
+            if !self.is_alive() {
+                return Err(StmError::TaskExited);
+            }
+            let vis = st.visibility();
+            if v < vis {
+                return Err(StmError::BelowVisibility {
+                    requested: v,
+                    visibility: vis,
+                });
+            }
+            raised = v > st.vt;
+            st.vt = v;
+            self.store_visibility(&st);
+        }
+        if raised {
+            self.zone.nudge();
+        }
+        Ok(())
+    }
+
+    fn exit(&self) {
+        let conns = {
+            let mut st = lock(&self.state);
+            if !self.alive.swap(false, Ordering::AcqRel) {
+                return;
+            }
+            std::mem::take(&mut st.conns)
+        };
+        for (c, id) in conns {
+            if let Some(c) = c.upgrade() {
+                c.detach(id, self);
+            }
+        }
+        self.zone.remove_task(self.id);
+        self.zone.nudge();
+    }
+}
+
+/// A sequential activity with a virtual time, owning its connections.
+///
+/// A task's *visibility* is the minimum of its virtual time, the timestamps of the items open
+/// on its input connections, and the queue items it holds. The runtime enforces four rules:
+/// puts carry a timestamp at or above visibility; a child starts at or above its parent's
+/// visibility; attaching an input connection marks every item present below visibility as
+/// consumed on it; virtual time can only be set at or above visibility.
+///
+/// ```
+/// use stampede_core::{ContainerOptions, Runtime, StmError, INFINITY};
+/// let rt = Runtime::new();
+/// let frames = rt.channel(ContainerOptions::default()).unwrap();
+/// let digitizer = rt.task(0).unwrap();
+/// let out = digitizer.attach_output(&frames).unwrap();
+/// out.put(0, "frame 0").unwrap();
+/// digitizer.set_virtual_time(1).unwrap();
+/// assert!(out.put(0, "late").is_err()); // rule 1: below visibility
+/// assert!(matches!(digitizer.set_virtual_time(0), Err(StmError::BelowVisibility { .. })));
+/// digitizer.set_virtual_time(INFINITY).unwrap(); // done producing
+/// ```
+///
+/// Dropping a task (or calling [`exit`](Task::exit)) detaches all its connections and
+/// removes its virtual time from the watermark.
+pub struct Task {
+    pub(crate) inner: Arc<TaskInner>,
+    pub(crate) rt: Runtime,
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl Task {
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.inner.id
+    }
+    /// The task's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// The task's time zone.
+    pub fn zone(&self) -> ZoneId {
+        self.inner.zone.id
+    }
+    /// The runtime the task belongs to.
+    pub fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+    /// The task's virtual time.
+    pub fn virtual_time(&self) -> Timestamp {
+        lock(&self.inner.state).vt
+    }
+    /// The lowest timestamp the task may put now.
+    pub fn visibility(&self) -> Timestamp {
+        self.inner.visibility()
+    }
+
+    /// Sets the virtual time; it may not go below the task's visibility (rule 4).
+    pub fn set_virtual_time(&self, vt: Timestamp) -> Result<(), StmError> {
+        self.inner.set_virtual_time(vt)
+    }
+
+    /// Attaches an input connection (rule 3: items present below visibility start consumed).
+    pub fn attach_input<C: Container>(&self, c: &C) -> Result<InputConnection<C>, StmError> {
+        let handle = c.handle();
+        let id = self.rt.next_conn();
+        let detach: Arc<dyn Detach> = match &handle.kind {
+            Kind::Channel(ch) => {
+                ch.attach_input(&self.inner, id)?;
+                ch.clone()
+            }
+            Kind::Queue(q) => {
+                q.attach_input(&self.inner, id)?;
+                q.clone()
+            }
+            Kind::Register(r) => {
+                r.attach_input(&self.inner, id)?;
+                r.clone()
+            }
+        };
+        if let Err(e) = self.inner.register_conn(Arc::downgrade(&detach), id) {
+            detach.detach(id, &self.inner);
+            return Err(e);
+        }
+        Ok(InputConnection::new(c.clone(), self.inner.clone(), id))
+    }
+
+    /// Attaches an output connection. Puts go only into containers of the task's own zone.
+    pub fn attach_output<C: Container>(&self, c: &C) -> Result<OutputConnection<C>, StmError> {
+        if !self.inner.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        let zone = c.handle().zone();
+        if zone != self.zone() {
+            return Err(StmError::ZoneMismatch {
+                task: self.zone(),
+                container: zone,
+            });
+        }
+        Ok(OutputConnection::new(
+            c.clone(),
+            self.inner.clone(),
+            self.rt.next_conn(),
+        ))
+    }
+
+    /// Starts building a child task; its virtual time must be at least this task's
+    /// visibility (rule 2) when it stays in this zone.
+    pub fn child(&self) -> TaskBuilder<'_> {
+        let mut b = TaskBuilder::new(&self.rt);
+        b.parent = Some(&self.inner);
+        b.zone = self.zone();
+        b
+    }
+
+    /// A real-time pacer for this task (see [`Pacer`]).
+    pub fn pacer(
+        &self,
+        period: Duration,
+        tolerance: Duration,
+        on_late: impl FnMut(Lateness) -> LateAction + Send + 'static,
+    ) -> Pacer {
+        Pacer::new(period, tolerance, on_late)
+    }
+
+    /// Ends the task: detaches every connection (queue items it held are redelivered) and
+    /// removes its virtual time from the watermark.
+    pub fn exit(self) {}
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.inner.exit();
+    }
+}
+
+/// Configures a new task: name, zone and initial virtual time.
+#[derive(Debug)]
+pub struct TaskBuilder<'a> {
+    rt: Runtime,
+    parent: Option<&'a Arc<TaskInner>>,
+    name: Option<String>,
+    zone: ZoneId,
+    vt: Timestamp,
+}
+
+impl<'a> TaskBuilder<'a> {
+    pub(crate) fn new(rt: &Runtime) -> Self {
+        TaskBuilder {
+            rt: rt.clone(),
+            parent: None,
+            name: None,
+            zone: ZoneId::DEFAULT,
+            vt: INFINITY,
+        }
+    }
+
+    /// Names the task (used in watermark explanations and thread names).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Puts the task in a time zone.
+    pub fn zone(mut self, zone: ZoneId) -> Self {
+        self.zone = zone;
+        self
+    }
+
+    /// The initial virtual time (default `INFINITY`).
+    pub fn virtual_time(mut self, vt: Timestamp) -> Self {
+        self.vt = vt;
+        self
+    }
+
+    /// Creates the task for use on the current thread.
+    ///
+    /// A task created from the runtime must start at or above its zone's floor; a child in its
+    /// parent's zone at or above the parent's visibility.
+    pub fn create(self) -> Result<Task, StmError> {
+        let zone = self.rt.zone(self.zone);
+        let _cut = zone.shared();
+        let min = match self.parent {
+            Some(p) if p.zone.id == self.zone => {
+                if !p.is_alive() {
+                    return Err(StmError::TaskExited);
+                }
+                p.visibility().max(zone.floor())
+            }
+            _ => zone.floor(),
+        };
+        if self.vt < min {
+            return Err(StmError::BelowVisibility {
+                requested: self.vt,
+                visibility: min,
+            });
+        }
+        let id = TaskId(self.rt.next_id());
+        let inner = Arc::new(TaskInner {
+            id,
+            name: self.name.unwrap_or_else(|| format!("task-{}", id.0)),
+            zone: zone.clone(),
+            visibility: AtomicI64::new(self.vt),
+            state: Mutex::new(TaskState {
+                vt: self.vt,
+                open: BTreeMap::new(),
+                pending: Vec::new(),
+                conns: Vec::new(),
+            }),
+            alive: AtomicBool::new(true),
+        });
+        zone.add_task(inner.clone());
+        Ok(Task {
+            inner,
+            rt: self.rt.clone(),
+        })
+    }
+
+    /// Creates the task and runs `f` with it on a new thread; the task exits when `f` returns.
+    pub fn spawn<F, R>(self, f: F) -> Result<std::thread::JoinHandle<R>, StmError>
+    where
+        F: FnOnce(Task) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let task = self.create()?;
+        std::thread::Builder::new()
+            .name(task.name().to_owned())
+            .spawn(move || f(task))
+            .map_err(|_| StmError::InvalidArgument("the OS refused to start a thread"))
+    }
+}
