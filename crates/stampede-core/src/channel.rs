@@ -85,6 +85,8 @@ struct State {
     conns: Vec<InConn>,
     /// Everything below has been reclaimed.
     floor: Timestamp,
+    /// The newest timestamp ever put.
+    newest: Timestamp,
     closed: bool,
     get_waiters: usize,
     put_waiters: usize,
@@ -197,6 +199,7 @@ impl ChannelCore {
                 retired: BTreeSet::new(),
                 conns: Vec::new(),
                 floor: Timestamp::MIN,
+                newest: Timestamp::MIN,
                 closed: false,
                 get_waiters: 0,
                 put_waiters: 0,
@@ -325,6 +328,7 @@ impl ChannelCore {
                 );
             }
             st.stats.puts += 1;
+            st.newest = st.newest.max(ts);
             if st.get_waiters > 0 {
                 self.getters.notify_all();
             }
@@ -541,6 +545,10 @@ impl Collectable for ChannelCore {
             }
         }
         w
+    }
+
+    fn newest(&self) -> Timestamp {
+        self.lock().newest
     }
 
     fn reclaim_below(&self, w: Timestamp) -> usize {

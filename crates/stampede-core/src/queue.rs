@@ -58,6 +58,8 @@ struct State {
     unconsumed: BTreeMap<Timestamp, u32>,
     conns: Vec<ConnId>,
     next_ticket: u64,
+    /// The newest timestamp ever put.
+    newest: Timestamp,
     closed: bool,
     get_waiters: usize,
     put_waiters: usize,
@@ -94,6 +96,7 @@ impl QueueCore {
                 unconsumed: BTreeMap::new(),
                 conns: Vec::new(),
                 next_ticket: 1,
+                newest: Timestamp::MIN,
                 closed: false,
                 get_waiters: 0,
                 put_waiters: 0,
@@ -170,6 +173,7 @@ impl QueueCore {
             });
             *st.unconsumed.entry(ts).or_insert(0) += 1;
             st.stats.puts += 1;
+            st.newest = st.newest.max(ts);
             if st.get_waiters > 0 {
                 self.getters.notify_one();
             }
@@ -335,6 +339,10 @@ impl Collectable for QueueCore {
             }
         }
         st.unconsumed.keys().next().copied().unwrap_or(INFINITY)
+    }
+
+    fn newest(&self) -> Timestamp {
+        self.lock().newest
     }
 
     fn reclaim_below(&self, _w: Timestamp) -> usize {

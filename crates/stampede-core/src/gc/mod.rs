@@ -12,8 +12,12 @@
 //!
 //! Every task's visibility is at least `W`, so no task can ever put, get or attach below it:
 //! items below `W` are unreachable and are reclaimed. The applied watermark (the zone's
-//! *floor*) only rises; a zone with no live task keeps its floor, because a task created
-//! later from the runtime may start anywhere at or above it.
+//! *floor*) only rises, and a task created from the runtime (not from a parent task) must
+//! start at or above it. Two rules keep late joiners possible:
+//! - a zone with no live task keeps its floor;
+//! - the floor never passes one above the newest timestamp ever put in the zone (the
+//!   *horizon*): raising it further would reclaim nothing, and would forbid a source that
+//!   joins later from starting right after the existing data.
 //!
 //! Operations that can move a low term from one place to another (put, attach, spawn,
 //! set_virtual_time) hold the zone's GC lock shared; a pass holds it exclusively while it
@@ -31,7 +35,7 @@ use std::sync::{Arc, Weak};
 
 use crate::sync::{lock, Ordering, AtomicI64, AtomicU64, AtomicUsize, Mutex, RwLock};
 use crate::task::{TaskId, TaskInner};
-use crate::time::{fmt_ts, Timestamp, ZoneId, INFINITY};
+use crate::time::{fmt_ts, Timestamp, ZoneId};
 
 /// Identifies a container within a runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -83,6 +87,8 @@ pub enum HoldCause {
         /// Its name.
         task_name: String,
     },
+    /// Nothing at or above this timestamp was ever put in the zone; the floor stops here.
+    Horizon,
     /// An unconsumed queue item.
     QueueItem {
         /// The queue.
@@ -106,6 +112,7 @@ impl fmt::Display for Hold {
             HoldCause::VirtualTime { task, task_name } => {
                 write!(f, "{ts}: virtual time of task {task_name} ({})", task.0)
             }
+            HoldCause::Horizon => write!(f, "{ts}: horizon (one above the newest item put)"),
             HoldCause::PendingPut {
                 task_name,
                 container,
@@ -181,6 +188,8 @@ pub(crate) trait Collectable: Send + Sync {
     fn low_mark(&self, holds: Option<&mut Vec<Hold>>) -> Timestamp;
     /// Reclaims every item below `w`; returns how many.
     fn reclaim_below(&self, w: Timestamp) -> usize;
+    /// The newest timestamp ever put, `Timestamp::MIN` if none.
+    fn newest(&self) -> Timestamp;
 }
 
 /// Counters of a zone's collector.
@@ -266,7 +275,19 @@ impl Zone {
         containers: &[Arc<dyn Collectable>],
         mut holds: Option<&mut Vec<Hold>>,
     ) -> Timestamp {
-        let mut w = INFINITY;
+        let newest = containers
+            .iter()
+            .map(|c| c.newest())
+            .max()
+            .unwrap_or(Timestamp::MIN);
+        let horizon = newest.saturating_add(1);
+        if let Some(h) = holds.as_deref_mut() {
+            h.push(Hold {
+                ts: horizon,
+                cause: HoldCause::Horizon,
+            });
+        }
+        let mut w = horizon;
         for t in tasks {
             w = w.min(t.gc_term(holds.as_deref_mut()));
         }
