@@ -225,11 +225,17 @@ impl ChannelCore {
     }
 
     pub(crate) fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
-        let _cut = self.zone.shared();
+        let cut = self.zone.shared();
         if !task.is_alive() {
             return Err(StmError::TaskExited);
         }
-        let vis = task.visibility();
+        // Rule 3 compares timestamps with the task's visibility, which is only meaningful in
+        // the task's own zone; from another zone the connection starts at the floor.
+        let vis = if task.zone.id == self.zone.id {
+            task.visibility()
+        } else {
+            self.zone.floor()
+        };
         let mut st = self.lock();
         let below: Vec<Timestamp> = st.items.range(..vis).map(|(t, _)| *t).collect();
         st.conns.push(InConn {
@@ -247,6 +253,8 @@ impl ChannelCore {
         }
         let handler = st.garbage.clone();
         drop(st);
+        // User code never runs under the GC lock: it may itself put.
+        drop(cut);
         self.run_garbage(handler, &dead);
         Ok(())
     }
@@ -392,7 +400,7 @@ impl ChannelCore {
                 let c = &mut st.conns[ci];
                 c.last_get = Some(ts);
                 if c.open.insert(ts) {
-                    c.task.add_open(ts);
+                    c.task.add_open(self.zone.id, ts);
                 }
                 st.stats.gets += 1;
                 st.stats.skipped += skipped;
@@ -445,7 +453,7 @@ impl ChannelCore {
             let closing: Vec<Timestamp> = c.open.range(..below).copied().collect();
             for t in closing {
                 c.open.remove(&t);
-                c.task.remove_open(t);
+                c.task.remove_open(self.zone.id, t);
             }
             let from = c.consumed_below;
             let counted: Vec<Timestamp> = st
@@ -463,7 +471,7 @@ impl ChannelCore {
         } else {
             let c = &mut st.conns[ci];
             if c.open.remove(&ts) {
-                c.task.remove_open(ts);
+                c.task.remove_open(self.zone.id, ts);
             }
             dead.extend(st.mark_consumed(ci, ts));
         }
@@ -513,7 +521,7 @@ impl Detach for ChannelCore {
         let Ok(ci) = st.conn(conn) else { return };
         let c = st.conns.swap_remove(ci);
         for t in c.open {
-            c.task.remove_open(t);
+            c.task.remove_open(self.zone.id, t);
         }
         if st.get_waiters > 0 {
             self.getters.notify_all();

@@ -126,16 +126,15 @@ impl Correlator {
     }
 
     fn attempt(&mut self) -> Attempt {
-        let Some(first) = self.inputs.first() else {
+        if self.inputs.is_empty() {
             return Attempt::Closed;
-        };
+        }
         let views: Vec<_> = self
             .inputs
             .iter()
             .zip(&self.last)
             .map(|(i, l)| i.container().core.visible_after(i.id(), *l))
             .collect();
-        let _ = first;
         let (refs, ref_closed) = &views[0];
         for &r in refs {
             let mut picks = vec![r];

@@ -38,6 +38,42 @@
 //! digitizer.join().unwrap();
 //! assert_eq!(last, 99);
 //! ```
+//!
+//! # Rules where the papers leave room
+//!
+//! - **Selectors.** Items consumed on a connection are invisible to it. `NewestUnseen` is the
+//!   newest visible item never gotten on this connection; `NextUnseen` is the oldest visible
+//!   item newer than this connection's last get (of any selector). A `NewestUnseen` get counts
+//!   the unseen items it passes over in [`ChannelStats::skipped`].
+//! - **Gone.** `Exact(t)` fails at once with [`GetError::Gone`] when `t` is below the zone's
+//!   floor, consumed on this connection, or was reclaimed by a reference count (such a
+//!   timestamp can also never be put again). A failed non-blocking get reports the nearest
+//!   visible timestamps below and above the request.
+//! - **Consume** may name any timestamp, present or not; `consume_until(t)` also covers items
+//!   that arrive later. Both are idempotent.
+//! - **Rule 3** marks the items *present* below the task's visibility consumed on the new
+//!   connection (so a task at `INFINITY` sees only items put after it attached); the marking
+//!   counts as a consume for reference counts.
+//! - **Root tasks** (created from the [`Runtime`] rather than a parent) start at or above
+//!   their zone's floor. The floor never passes one above the newest timestamp ever put in the
+//!   zone, and a zone without live tasks keeps its floor, so sources can join late.
+//! - **Time zones.** A task puts only into containers of its own zone
+//!   ([`StmError::ZoneMismatch`]). It may read from other zones: such items do not lower its
+//!   visibility, and rule 3 uses that zone's floor. A child in another zone starts at or
+//!   above that zone's floor.
+//! - **Queues** count items waiting to be gotten against their capacity; held items are
+//!   extra. A held item keeps its getter's visibility at the item's timestamp. When a
+//!   connection detaches (or its task exits) its held items go back to the front of the
+//!   queue, in their original order, for another getter.
+//! - **Bounded channels** never store more than their capacity. A put that finds a channel
+//!   full runs a collection pass and then waits; while it waits its timestamp holds the
+//!   watermark, and every consume, virtual-time raise, detach or task exit runs a pass.
+//! - **Registers** are outside garbage collection; a new reader's first read returns the
+//!   current value if there is one.
+//! - **Close** makes puts fail with `Closed`; gets return what is still visible and then
+//!   `Closed`; arrival streams end.
+//! - **Callbacks** (garbage handlers, arrival callbacks) run on the thread whose operation
+//!   caused them, outside every lock.
 #![warn(
     missing_docs,
     missing_debug_implementations,

@@ -205,7 +205,7 @@ impl QueueCore {
                 return Err(GetError::Detached);
             }
             if let Some(e) = st.waiting.pop_front() {
-                task.add_open(e.ts);
+                task.add_open(self.zone.id, e.ts);
                 let got = QueueItem {
                     ts: e.ts,
                     ticket: e.ticket,
@@ -252,7 +252,7 @@ impl QueueCore {
         }
         let (_, task, e) = st.held.remove(&ticket).expect("checked");
         // Raise the task's visibility before the queue's term (see the gc module).
-        task.remove_open(e.ts);
+        task.remove_open(self.zone.id, e.ts);
         if let Some(n) = st.unconsumed.get_mut(&e.ts) {
             *n -= 1;
             if *n == 0 {
@@ -293,7 +293,7 @@ impl Detach for QueueCore {
             .into_iter()
             .map(|t| {
                 let (_, task, e) = st.held.remove(&t).expect("listed");
-                task.remove_open(e.ts);
+                task.remove_open(self.zone.id, e.ts);
                 e
             })
             .collect();

@@ -73,13 +73,21 @@ impl TaskInner {
         self.alive.load(Ordering::Acquire)
     }
 
-    pub(crate) fn add_open(&self, ts: Timestamp) {
+    /// Counts an item open on an input connection, or held from a queue, in the task's
+    /// visibility. Items of other zones are in another time base and do not count.
+    pub(crate) fn add_open(&self, zone: ZoneId, ts: Timestamp) {
+        if zone != self.zone.id {
+            return;
+        }
         let mut st = lock(&self.state);
         *st.open.entry(ts).or_insert(0) += 1;
         self.store_visibility(&st);
     }
 
-    pub(crate) fn remove_open(&self, ts: Timestamp) {
+    pub(crate) fn remove_open(&self, zone: ZoneId, ts: Timestamp) {
+        if zone != self.zone.id {
+            return;
+        }
         let mut st = lock(&self.state);
         if let Some(n) = st.open.get_mut(&ts) {
             *n -= 1;
