@@ -125,15 +125,24 @@ impl State {
     }
 
     fn count_consume(&mut self, ts: Timestamp) -> Option<(Timestamp, Item)> {
-        let slot = self.items.get_mut(&ts)?;
-        slot.consumed_by += 1;
-        if slot.refcount.is_some_and(|n| slot.consumed_by >= n) {
-            let slot = self.items.remove(&ts).expect("present");
-            self.retired.insert(ts);
-            self.stats.reclaimed += 1;
-            return Some((ts, slot.item));
+        self.items.get_mut(&ts)?.consumed_by += 1;
+        self.retire_if_counted(ts)
+    }
+
+    /// Reclaims the item at `ts` if its reference count is reached and no connection still
+    /// has it open: an open item holds its getter's visibility, so it must keep holding the
+    /// watermark until it is consumed.
+    fn retire_if_counted(&mut self, ts: Timestamp) -> Option<(Timestamp, Item)> {
+        let slot = self.items.get(&ts)?;
+        if !slot.refcount.is_some_and(|n| slot.consumed_by >= n)
+            || self.conns.iter().any(|c| c.open.contains(&ts))
+        {
+            return None;
         }
-        None
+        let slot = self.items.remove(&ts).expect("present");
+        self.retired.insert(ts);
+        self.stats.reclaimed += 1;
+        Some((ts, slot.item))
     }
 }
 
@@ -169,8 +178,11 @@ impl Wait {
 }
 
 /// Busy-wait rounds before a blocking get parks: a hand-off often completes within them,
-/// saving two context switches.
-const SPIN_ROUNDS: u32 = 64;
+/// saving two context switches. Under loom every round is a scheduling point, so few.
+#[cfg(not(loom))]
+pub(crate) const SPIN_ROUNDS: u32 = 64;
+#[cfg(loom)]
+pub(crate) const SPIN_ROUNDS: u32 = 2;
 
 pub(crate) fn spin(round: u32) {
     if round < SPIN_ROUNDS / 2 {
@@ -216,7 +228,14 @@ impl ChannelCore {
         lock(&self.state)
     }
 
+    /// Accounts for items reclaimed by their reference counts and runs the handler on them.
     fn run_garbage(&self, handler: Option<GarbageHandler>, dead: &[(Timestamp, Item)]) {
+        if dead.is_empty() {
+            return;
+        }
+        self.zone
+            .reclaimed
+            .fetch_add(dead.len() as u64, Ordering::Relaxed);
         if let Some(h) = handler {
             for (ts, item) in dead {
                 h(*ts, item);
@@ -246,16 +265,10 @@ impl ChannelCore {
             open: BTreeSet::new(),
             last_get: None,
         });
-        let ci = st.conns.len() - 1;
-        let mut dead = Vec::new();
-        for ts in below {
-            dead.extend(st.mark_consumed(ci, ts));
-        }
-        let handler = st.garbage.clone();
+        // Not a consume for reference counts: this connection could never have read them.
+        st.conns.last_mut().expect("just pushed").consumed.extend(below);
         drop(st);
-        // User code never runs under the GC lock: it may itself put.
         drop(cut);
-        self.run_garbage(handler, &dead);
         Ok(())
     }
 
@@ -374,7 +387,7 @@ impl ChannelCore {
             let c = &st.conns[ci];
             let found = match sel {
                 Selector::Exact(t) => {
-                    if t < floor || c.is_consumed(t) || st.retired.contains(&t) {
+                    if t == INFINITY || t < floor || c.is_consumed(t) || st.retired.contains(&t) {
                         return Err(GetError::Gone(t));
                     }
                     st.items.contains_key(&t).then_some(t)
@@ -451,7 +464,7 @@ impl ChannelCore {
             let c = &mut st.conns[ci];
             let below = ts.saturating_add(1).max(c.consumed_below);
             let closing: Vec<Timestamp> = c.open.range(..below).copied().collect();
-            for t in closing {
+            for &t in &closing {
                 c.open.remove(&t);
                 c.task.remove_open(self.zone.id, t);
             }
@@ -465,15 +478,23 @@ impl ChannelCore {
             let c = &mut st.conns[ci];
             c.consumed_below = below;
             c.consumed = c.consumed.split_off(&below);
-            for t in counted {
+            for &t in &counted {
                 dead.extend(st.count_consume(t));
+            }
+            for t in closing {
+                if !counted.contains(&t) {
+                    dead.extend(st.retire_if_counted(t));
+                }
             }
         } else {
             let c = &mut st.conns[ci];
             if c.open.remove(&ts) {
                 c.task.remove_open(self.zone.id, ts);
             }
-            dead.extend(st.mark_consumed(ci, ts));
+            match st.mark_consumed(ci, ts) {
+                Some(d) => dead.push(d),
+                None => dead.extend(st.retire_if_counted(ts)),
+            }
         }
         if st.get_waiters > 0 {
             self.getters.notify_all();
@@ -520,13 +541,20 @@ impl Detach for ChannelCore {
         let mut st = self.lock();
         let Ok(ci) = st.conn(conn) else { return };
         let c = st.conns.swap_remove(ci);
-        for t in c.open {
+        let mut dead = Vec::new();
+        for &t in &c.open {
             c.task.remove_open(self.zone.id, t);
+            dead.extend(st.retire_if_counted(t));
         }
         if st.get_waiters > 0 {
             self.getters.notify_all();
         }
+        if !dead.is_empty() && st.put_waiters > 0 {
+            self.putters.notify_all();
+        }
+        let handler = st.garbage.clone();
         drop(st);
+        self.run_garbage(handler, &dead);
         self.zone.nudge();
     }
 }

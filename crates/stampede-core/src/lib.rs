@@ -46,14 +46,16 @@
 //!   item newer than this connection's last get (of any selector). A `NewestUnseen` get counts
 //!   the unseen items it passes over in [`ChannelStats::skipped`].
 //! - **Gone.** `Exact(t)` fails at once with [`GetError::Gone`] when `t` is below the zone's
-//!   floor, consumed on this connection, or was reclaimed by a reference count (such a
+//!   floor, consumed on this connection, `INFINITY`, or was reclaimed by a reference count (such a
 //!   timestamp can also never be put again). A failed non-blocking get reports the nearest
 //!   visible timestamps below and above the request.
 //! - **Consume** may name any timestamp, present or not; `consume_until(t)` also covers items
 //!   that arrive later. Both are idempotent.
 //! - **Rule 3** marks the items *present* below the task's visibility consumed on the new
 //!   connection (so a task at `INFINITY` sees only items put after it attached); the marking
-//!   counts as a consume for reference counts.
+//!   does not count as a consume for reference counts.
+//! - **Reference counts.** An item put with `consumers(n)` is reclaimed once `n` connections
+//!   consumed it and none still has it open.
 //! - **Root tasks** (created from the [`Runtime`] rather than a parent) start at or above
 //!   their zone's floor. The floor never passes one above the newest timestamp ever put in the
 //!   zone, and a zone without live tasks keeps its floor, so sources can join late.
@@ -63,8 +65,8 @@
 //!   above that zone's floor.
 //! - **Queues** count items waiting to be gotten against their capacity; held items are
 //!   extra. A held item keeps its getter's visibility at the item's timestamp. When a
-//!   connection detaches (or its task exits) its held items go back to the front of the
-//!   queue, in their original order, for another getter.
+//!   connection detaches (or its task exits) its held items go back among the waiting items
+//!   in their original (ticket) order, for another getter.
 //! - **Bounded channels** never store more than their capacity. A put that finds a channel
 //!   full runs a collection pass and then waits; while it waits its timestamp holds the
 //!   watermark, and every consume, virtual-time raise, detach or task exit runs a pass.

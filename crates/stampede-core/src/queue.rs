@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::channel::{spin, GarbageHandler, Wait};
+use crate::channel::{spin, GarbageHandler, Wait, SPIN_ROUNDS};
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
@@ -142,6 +142,10 @@ impl QueueCore {
             if ts < vis {
                 break Err(PutErrorKind::BelowVisibility { visibility: vis });
             }
+            let floor = self.zone.floor();
+            if ts < floor {
+                break Err(PutErrorKind::BelowVisibility { visibility: floor });
+            }
             let mut st = self.lock();
             if st.closed {
                 break Err(PutErrorKind::Closed);
@@ -227,7 +231,7 @@ impl QueueCore {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(GetError::Timeout(Neighbors::default()));
             }
-            if round < 64 {
+            if round < SPIN_ROUNDS {
                 drop(st);
                 spin(round);
                 round += 1;
@@ -297,14 +301,16 @@ impl Detach for QueueCore {
                 e
             })
             .collect();
-        // Redeliver in ticket (original FIFO) order, ahead of newer items.
-        back.sort_by_key(|e| std::cmp::Reverse(e.ticket));
+        // Waiting items stay in ticket (original FIFO) order: redelivered items go back to
+        // where they were.
         st.stats.redelivered += back.len() as u64;
-        let any = !back.is_empty();
-        for e in back {
-            st.waiting.push_front(e);
+        for e in back.drain(..) {
+            let at = st.waiting.partition_point(|w| w.ticket < e.ticket);
+            st.waiting.insert(at, e);
         }
-        if any && st.get_waiters > 0 {
+        // Wake every getter even without redelivered items: a getter of this connection must
+        // see that it is detached, and must not swallow a later put's single wake-up.
+        if st.get_waiters > 0 {
             self.getters.notify_all();
         }
     }

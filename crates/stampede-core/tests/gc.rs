@@ -1,0 +1,608 @@
+//! Tests for garbage collection: each term of the watermark, reference-counted puts,
+//! garbage handlers, `explain`, time zones, bounded capacity and pending puts.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stampede_core::{
+    Channel, Container, ContainerOptions, Hold, HoldCause, PutErrorKind, PutOptions, Runtime,
+    Selector, Task, WatermarkReport, ZoneId, INFINITY,
+};
+
+/// Long enough never to expire in a passing test; a bug makes the test fail instead of hang.
+const LONG: Duration = Duration::from_secs(10);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn manual() -> Runtime {
+    Runtime::builder().gc_interval(None).build()
+}
+
+/// Puts an item far in the future into an unconnected channel, so that the zone's horizon
+/// (one above the newest timestamp ever put) does not cap the watermark in these tests.
+fn lift_horizon(rt: &Runtime, task: &Task) -> Channel {
+    let ch = rt
+        .channel(ContainerOptions::default().zone(task.zone()))
+        .unwrap();
+    task.attach_output(&ch)
+        .unwrap()
+        .put(1_000_000, "far")
+        .unwrap();
+    ch
+}
+
+/// The terms at the watermark.
+fn holders(report: &WatermarkReport) -> Vec<Hold> {
+    report.holders().cloned().collect()
+}
+
+/// Sets its flag when dropped, so helper threads stop even when the test panics.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LONG;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::sleep(ms(1));
+    }
+}
+
+/// Records how often the garbage handler saw each timestamp.
+fn count_garbage(ch: &Channel) -> Arc<Mutex<HashMap<i64, usize>>> {
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    ch.on_garbage({
+        let seen = seen.clone();
+        move |ts, _| *seen.lock().unwrap().entry(ts).or_insert(0) += 1
+    });
+    seen
+}
+
+#[test]
+fn term_virtual_time_of_every_live_task() {
+    let rt = manual();
+    let slow = rt
+        .task_builder()
+        .name("slow")
+        .virtual_time(3)
+        .create()
+        .unwrap();
+    let _far = lift_horizon(&rt, &slow);
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 3);
+    assert_eq!(report.zone, ZoneId::DEFAULT);
+    assert_eq!(
+        holders(&report),
+        vec![Hold {
+            ts: 3,
+            cause: HoldCause::VirtualTime {
+                task: slow.id(),
+                task_name: "slow".into()
+            }
+        }]
+    );
+    assert!(report.to_string().contains("slow"), "{report}");
+
+    let slower = rt
+        .task_builder()
+        .name("slower")
+        .virtual_time(7)
+        .create()
+        .unwrap();
+    slow.set_virtual_time(8).unwrap();
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 7);
+    assert!(matches!(
+        &holders(&report)[..],
+        [Hold { cause: HoldCause::VirtualTime { task, .. }, .. }] if *task == slower.id()
+    ));
+    assert_eq!(rt.collect(), 7);
+    assert_eq!(rt.explain(ZoneId::DEFAULT).floor, 7);
+
+    // An exited task's virtual time no longer counts.
+    drop(slower);
+    assert_eq!(rt.explain(ZoneId::DEFAULT).watermark, 8);
+    assert_eq!(rt.collect(), 8);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).floor, 8);
+}
+
+#[test]
+fn term_unconsumed_queue_item() {
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::default().name("work")).unwrap();
+    let p = rt.task(0).unwrap();
+    let _far = lift_horizon(&rt, &p);
+    let out = p.attach_output(&q).unwrap();
+    let ticket = out.put(2, "job").unwrap();
+    p.set_virtual_time(10).unwrap();
+
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 2);
+    assert_eq!(
+        holders(&report),
+        vec![Hold {
+            ts: 2,
+            cause: HoldCause::QueueItem {
+                container: q.id(),
+                container_name: Some("work".into()),
+                ticket,
+                held_by: None
+            }
+        }]
+    );
+
+    let worker = rt.task(INFINITY).unwrap();
+    let input = worker.attach_input(&q).unwrap();
+    input.get().unwrap();
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 2);
+    assert!(matches!(
+        &holders(&report)[..],
+        [Hold { cause: HoldCause::QueueItem { held_by: Some(t), .. }, .. }] if *t == worker.id()
+    ));
+    assert_eq!(rt.collect(), 2);
+
+    input.consume(ticket).unwrap();
+    assert_eq!(rt.explain(ZoneId::DEFAULT).watermark, 10);
+    assert_eq!(rt.collect(), 10);
+}
+
+#[test]
+fn term_oldest_unconsumed_item_of_each_channel_connection() {
+    let rt = manual();
+    let ch = rt
+        .channel(ContainerOptions::default().name("frames"))
+        .unwrap();
+    let p = rt.task(0).unwrap();
+    let _far = lift_horizon(&rt, &p);
+    let c = rt.task_builder().name("tracker").create().unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    for ts in 1..=3 {
+        out.put(ts, ts.to_string()).unwrap();
+    }
+    p.set_virtual_time(10).unwrap();
+
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 1);
+    assert_eq!(
+        holders(&report),
+        vec![Hold {
+            ts: 1,
+            cause: HoldCause::Unconsumed {
+                container: ch.id(),
+                container_name: Some("frames".into()),
+                connection: input.id(),
+                task: c.id(),
+                task_name: "tracker".into()
+            }
+        }]
+    );
+    let shown = report.to_string();
+    assert!(
+        shown.contains("frames") && shown.contains("tracker"),
+        "{shown}"
+    );
+
+    // Open but unconsumed still holds.
+    input.get(Selector::Exact(1)).unwrap();
+    assert_eq!(rt.collect(), 1);
+    assert_eq!(ch.timestamps(), vec![1, 2, 3]);
+
+    input.consume(1).unwrap();
+    assert_eq!(rt.explain(ZoneId::DEFAULT).watermark, 2);
+    assert_eq!(rt.collect(), 2);
+    assert_eq!(ch.timestamps(), vec![2, 3]);
+
+    input.consume_until(3).unwrap();
+    assert_eq!(rt.collect(), 10);
+    assert!(ch.is_empty());
+    assert_eq!(ch.stats().reclaimed, 3);
+
+    // A detached connection no longer holds anything.
+    out.put(10, "10").unwrap();
+    assert_eq!(rt.explain(ZoneId::DEFAULT).watermark, 10);
+    input.detach();
+    p.set_virtual_time(11).unwrap();
+    assert_eq!(rt.collect(), 11);
+    assert!(ch.is_empty());
+}
+
+#[test]
+fn term_pending_put_names_task_and_container() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt
+        .task_builder()
+        .name("camera")
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let _far = lift_horizon(&rt, &p);
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(5, "5").unwrap();
+    thread::scope(|s| {
+        // Puts in any order: 3 after 5, into a full channel.
+        let putter = s.spawn(|| out.put(3, "3"));
+        wait_until("the put is pending", || {
+            rt.explain(ZoneId::DEFAULT)
+                .holds
+                .iter()
+                .any(|h| matches!(h.cause, HoldCause::PendingPut { .. }))
+        });
+        p.set_virtual_time(100).unwrap();
+        assert_eq!(p.visibility(), 3);
+        let report = rt.explain(ZoneId::DEFAULT);
+        assert_eq!(report.watermark, 3, "{report}");
+        assert_eq!(
+            holders(&report),
+            vec![Hold {
+                ts: 3,
+                cause: HoldCause::PendingPut {
+                    task: p.id(),
+                    task_name: "camera".into(),
+                    container: ch.id()
+                }
+            }]
+        );
+        assert!(report.to_string().contains("camera"));
+        // Item 5 is consumed, but stays reachable while the put at 3 is pending.
+        input.consume(5).unwrap();
+        assert_eq!(rt.collect(), 3);
+        assert_eq!(ch.timestamps(), vec![5]);
+        ch.close();
+        assert_eq!(
+            putter.join().unwrap().unwrap_err().kind(),
+            PutErrorKind::Closed
+        );
+    });
+    assert_eq!(p.visibility(), 100);
+    assert_eq!(rt.collect(), 100);
+    assert!(ch.is_empty());
+}
+
+#[test]
+fn a_pending_put_holds_the_watermark_while_it_frees_space() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let _far = lift_horizon(&rt, &p);
+    let out = p.attach_output(&ch).unwrap();
+    out.put(0, "0").unwrap();
+    thread::scope(|s| {
+        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
+        wait_until("the put is pending", || {
+            p.visibility() == 0 && {
+                rt.explain(ZoneId::DEFAULT)
+                    .holds
+                    .iter()
+                    .any(|h| matches!(h.cause, HoldCause::PendingPut { .. }))
+            }
+        });
+        // Raising the producer's virtual time runs a pass: it frees 0, but the pending put
+        // keeps the watermark at 1 rather than 100.
+        p.set_virtual_time(100).unwrap();
+        putter.join().unwrap().unwrap();
+    });
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).floor, 1);
+    assert_eq!(ch.timestamps(), vec![1]);
+    assert_eq!(rt.collect(), 100);
+    assert!(ch.is_empty());
+}
+
+#[test]
+fn refcounted_item_is_reclaimed_after_that_many_consumes() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let seen = count_garbage(&ch);
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let a = c.attach_input(&ch).unwrap();
+    let b = c.attach_input(&ch).unwrap();
+    let third = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put_with(4, "x", PutOptions::default().consumers(2))
+        .unwrap();
+
+    a.consume(4).unwrap();
+    a.consume(4).unwrap(); // idempotent: still one consume
+    a.consume_until(4).unwrap(); // and not counted again
+    assert_eq!(ch.timestamps(), vec![4]);
+    assert!(seen.lock().unwrap().is_empty());
+
+    b.get(Selector::Exact(4)).unwrap();
+    assert_eq!(c.visibility(), 4);
+    b.consume(4).unwrap();
+    // Reclaimed at once, though the producer's virtual time (0) is far below.
+    assert!(ch.is_empty());
+    assert_eq!(*seen.lock().unwrap(), HashMap::from([(4, 1)]));
+    assert_eq!(c.visibility(), INFINITY);
+    assert_eq!(ch.stats().reclaimed, 1);
+    // Later consumes and passes do not run the handler again.
+    third.consume(4).unwrap();
+    p.set_virtual_time(10).unwrap();
+    rt.collect();
+    assert_eq!(*seen.lock().unwrap(), HashMap::from([(4, 1)]));
+}
+
+#[test]
+fn refcounted_item_consumed_before_it_arrives_is_reclaimed_at_put() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let seen = count_garbage(&ch);
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let a = c.attach_input(&ch).unwrap();
+    let b = c.attach_input(&ch).unwrap();
+    a.consume_until(10).unwrap();
+    b.consume(5).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put_with(5, "x", PutOptions::default().consumers(2))
+        .unwrap();
+    assert!(ch.is_empty());
+    assert_eq!(*seen.lock().unwrap(), HashMap::from([(5, 1)]));
+    // Its timestamp is retired.
+    assert_eq!(
+        out.put(5, "again").unwrap_err().kind(),
+        PutErrorKind::DuplicateTimestamp
+    );
+}
+
+#[test]
+fn garbage_handler_runs_once_per_item_under_concurrency() {
+    const N: i64 = 300;
+    let rt = Runtime::new(); // background collector
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let seen = count_garbage(&ch);
+    // Keeps the zone alive (a zone without live tasks reclaims nothing).
+    let keeper = rt.task(INFINITY).unwrap();
+    let consumers: Vec<Task> = (0..2).map(|_| rt.task(INFINITY).unwrap()).collect();
+    let inputs: Vec<_> = consumers
+        .iter()
+        .map(|c| c.attach_input(&ch).unwrap())
+        .collect();
+    let producer = rt.task(0).unwrap();
+    let out = producer.attach_output(&ch).unwrap();
+    thread::scope(|s| {
+        s.spawn(|| {
+            for ts in 0..N {
+                let opts = if ts % 2 == 1 {
+                    PutOptions::default().consumers(2)
+                } else {
+                    PutOptions::default()
+                };
+                out.put_with(ts, ts.to_string(), opts).unwrap();
+                producer.set_virtual_time(ts + 1).unwrap();
+            }
+            producer.set_virtual_time(INFINITY).unwrap();
+        });
+        for input in &inputs {
+            s.spawn(move || {
+                let mut next = 0;
+                while next < N {
+                    match input.get_timeout(Selector::NextUnseen, LONG) {
+                        Ok((ts, _)) => {
+                            assert!(ts >= next);
+                            if ts % 3 == 0 {
+                                input.consume_until(ts).unwrap();
+                            } else {
+                                input.consume(ts).unwrap();
+                            }
+                            next = ts + 1;
+                        }
+                        Err(e) => panic!("consumer stalled at {next}: {e}"),
+                    }
+                }
+            });
+        }
+    });
+    // Handlers run after the items leave the channel (outside its lock), possibly on the
+    // collector thread: wait for them, then check that each ran exactly once.
+    wait_until("every item is reclaimed", || {
+        ch.is_empty() && seen.lock().unwrap().len() == N as usize
+    });
+    rt.collect();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), N as usize);
+    assert!(
+        seen.iter().all(|(ts, n)| (0..N).contains(ts) && *n == 1),
+        "{seen:?}"
+    );
+    assert_eq!(ch.stats().reclaimed, N as u64);
+    drop(keeper);
+}
+
+#[test]
+fn background_collector_reclaims_without_explicit_passes() {
+    let rt = Runtime::new();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    for ts in 0..10 {
+        out.put(ts, ts.to_string()).unwrap();
+    }
+    p.set_virtual_time(8).unwrap();
+    wait_until("items below 8 are reclaimed", || ch.len() == 2);
+    assert_eq!(ch.timestamps(), vec![8, 9]);
+    assert!(rt.gc_stats(ZoneId::DEFAULT).passes > 0);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).floor, 8);
+}
+
+#[test]
+fn time_zones_are_collected_independently() {
+    let rt = manual();
+    let video = rt
+        .channel(ContainerOptions::default().zone(ZoneId(1)))
+        .unwrap();
+    let audio = rt.channel(ContainerOptions::default()).unwrap();
+    // A stuck task in the default zone.
+    let stuck = rt
+        .task_builder()
+        .name("stuck")
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let a_out = stuck.attach_output(&audio).unwrap();
+    for ts in 0..5 {
+        a_out.put(ts, ts.to_string()).unwrap();
+    }
+    let cam = rt
+        .task_builder()
+        .name("cam")
+        .zone(ZoneId(1))
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let v_out = cam.attach_output(&video).unwrap();
+    for ts in 0..20 {
+        v_out.put(ts, ts.to_string()).unwrap();
+    }
+    cam.set_virtual_time(15).unwrap();
+
+    assert_eq!(rt.collect_zone(ZoneId(1)), 15);
+    assert_eq!(video.timestamps(), (15..20).collect::<Vec<_>>());
+    let report = rt.explain(ZoneId(1));
+    assert_eq!(report.zone, ZoneId(1));
+    assert!(!report.to_string().contains("stuck"), "{report}");
+    assert!(holders(&report)
+        .iter()
+        .all(|h| matches!(&h.cause, HoldCause::VirtualTime { task, .. } if *task == cam.id())));
+
+    // The default zone is still held by the stuck task and keeps its items.
+    assert_eq!(rt.collect(), 0);
+    assert_eq!(audio.len(), 5);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).floor, 0);
+    assert_eq!(rt.gc_stats(ZoneId(1)).floor, 15);
+
+    // An input connection from a task of another zone holds the channel's zone.
+    let viewer = rt.task_builder().name("viewer").create().unwrap();
+    let input = viewer.attach_input(&video).unwrap();
+    cam.set_virtual_time(18).unwrap();
+    assert_eq!(rt.collect_zone(ZoneId(1)), 15);
+    let report = rt.explain(ZoneId(1));
+    assert!(matches!(
+        &holders(&report)[..],
+        [Hold { cause: HoldCause::Unconsumed { task, .. }, .. }] if *task == viewer.id()
+    ));
+    input.consume_until(17).unwrap();
+    assert_eq!(rt.collect_zone(ZoneId(1)), 18);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).floor, 0);
+}
+
+#[test]
+fn collect_counts_passes_and_reclaimed_items() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    for ts in 0..6 {
+        out.put(ts, ts.to_string()).unwrap();
+    }
+    let before = rt.gc_stats(ZoneId::DEFAULT);
+    p.set_virtual_time(4).unwrap();
+    assert_eq!(rt.collect(), 4);
+    let after = rt.gc_stats(ZoneId::DEFAULT);
+    assert_eq!(after.passes, before.passes + 1);
+    assert_eq!(after.reclaimed, before.reclaimed + 4);
+    assert_eq!(after.floor, 4);
+    // The floor only rises.
+    assert_eq!(rt.collect(), 4);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, after.reclaimed);
+}
+
+#[test]
+fn bounded_channel_never_exceeds_its_capacity() {
+    const CAP: usize = 4;
+    const N: i64 = 300;
+    let rt = Runtime::new();
+    let ch = rt.channel(ContainerOptions::bounded(CAP)).unwrap();
+    let producer = rt.task(0).unwrap();
+    let consumer = rt.task(INFINITY).unwrap();
+    let input = consumer.attach_input(&ch).unwrap();
+    let out = producer.attach_output(&ch).unwrap();
+    let done = AtomicBool::new(false);
+    let max_seen = AtomicUsize::new(0);
+    thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                max_seen.fetch_max(ch.stats().items, Ordering::Relaxed);
+                max_seen.fetch_max(ch.len(), Ordering::Relaxed);
+                thread::yield_now();
+            }
+        });
+        s.spawn(|| {
+            for ts in 0..N {
+                out.put_timeout(ts, ts.to_string(), LONG).unwrap();
+                assert!(ch.len() <= CAP);
+                producer.set_virtual_time(ts + 1).unwrap();
+            }
+        });
+        // Stops the monitor even if an assertion below fails.
+        let _stop = StopOnDrop(&done);
+        let mut got = 0;
+        while got < N {
+            let (ts, _) = input
+                .get_timeout(Selector::NextUnseen, LONG)
+                .expect("the producer stalled");
+            assert_eq!(ts, got);
+            // Hold up to two items open at once.
+            if ts % 2 == 1 {
+                input.consume_until(ts).unwrap();
+            }
+            got += 1;
+        }
+    });
+    let max = max_seen.load(Ordering::Relaxed);
+    assert!(max <= CAP, "a bounded channel held {max} > {CAP} items");
+    assert!(max > 0);
+    assert_eq!(ch.stats().full, 0, "blocking puts never fail with Full");
+}
+
+#[test]
+fn refcounted_item_stays_while_a_connection_has_it_open() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let seen = count_garbage(&ch);
+    let p = rt.task(0).unwrap();
+    let reader = rt.task(INFINITY).unwrap();
+    let other = rt.task(INFINITY).unwrap();
+    let a = reader.attach_input(&ch).unwrap();
+    let b = other.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put_with(1, "x", PutOptions::default().consumers(1))
+        .unwrap();
+    out.put_with(2, "y", PutOptions::default().consumers(1))
+        .unwrap();
+
+    a.get(Selector::Exact(1)).unwrap();
+    a.get(Selector::Exact(2)).unwrap();
+    assert_eq!(reader.visibility(), 1);
+    // The count is reached, but `a` still has the items open: they hold its visibility, so
+    // they must stay.
+    b.consume_until(2).unwrap();
+    assert_eq!(ch.timestamps(), vec![1, 2]);
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(rt.explain(ZoneId::DEFAULT).watermark, 0);
+
+    // Consuming the open item lets it go.
+    a.consume(1).unwrap();
+    assert_eq!(ch.timestamps(), vec![2]);
+    assert_eq!(*seen.lock().unwrap(), HashMap::from([(1, 1)]));
+    // So does detaching with it open.
+    a.detach();
+    assert!(ch.is_empty());
+    assert_eq!(*seen.lock().unwrap(), HashMap::from([(1, 1), (2, 1)]));
+    assert_eq!(reader.visibility(), INFINITY);
+}
