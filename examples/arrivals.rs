@@ -16,7 +16,8 @@ fn main() -> Result<(), StmError> {
         move |task| -> Result<(), StmError> {
             let out = task.attach_output(&events)?;
             for ts in 0..5 {
-                out.put(ts, format!("reading {ts}")).map_err(|_| StmError::Closed)?;
+                out.put(ts, format!("reading {ts}"))
+                    .map_err(|_| StmError::Closed)?;
                 task.set_virtual_time(ts + 1)?;
             }
             events.close();
@@ -28,7 +29,9 @@ fn main() -> Result<(), StmError> {
     let input = reader.attach_input(&events)?;
     futures::executor::block_on(async {
         while let Some(ts) = stream.next().await {
-            let (_, item) = input.get(Selector::Exact(ts)).expect("announced item is present");
+            let (_, item) = input
+                .get(Selector::Exact(ts))
+                .expect("announced item is present");
             println!("async: {ts} -> {}", item.as_str().unwrap_or("?"));
             input.consume(ts).expect("attached");
         }

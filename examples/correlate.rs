@@ -21,7 +21,8 @@ fn main() -> Result<(), StmError> {
     let src = rt.task(0)?;
     let (v, a) = (src.attach_output(&video)?, src.attach_output(&audio)?);
     for ts in (0..100).step_by(10) {
-        v.put(ts, format!("frame@{ts}")).map_err(|_| StmError::Closed)?;
+        v.put(ts, format!("frame@{ts}"))
+            .map_err(|_| StmError::Closed)?;
         // Audio runs 0-3 ticks off the video clock, and drops every fourth chunk.
         if ts % 40 != 30 {
             a.put(ts + (ts / 10) % 4, format!("audio@{}", ts + (ts / 10) % 4))
@@ -32,10 +33,17 @@ fn main() -> Result<(), StmError> {
     audio.close();
 
     while let Ok(set) = corr.get() {
-        let names: Vec<_> = set.items.iter().map(|(_, i)| i.as_str().unwrap_or("?")).collect();
+        let names: Vec<_> = set
+            .items
+            .iter()
+            .map(|(_, i)| i.as_str().unwrap_or("?"))
+            .collect();
         println!("t={:3}: {}", set.ts, names.join(" + "));
         corr.consume_until(&set)?;
     }
-    println!("video frames without audio within 2 ticks: {}", corr.skipped());
+    println!(
+        "video frames without audio within 2 ticks: {}",
+        corr.skipped()
+    );
     Ok(())
 }

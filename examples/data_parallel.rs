@@ -26,7 +26,8 @@ fn main() -> Result<(), StmError> {
             let out = task.attach_output(&work)?;
             for ts in 0..FRAMES {
                 for chunk in 0..CHUNKS {
-                    let data: Vec<u8> = (0..1024).map(|i| (i * chunk + ts as usize) as u8).collect();
+                    let data: Vec<u8> =
+                        (0..1024).map(|i| (i * chunk + ts as usize) as u8).collect();
                     let mut payload = vec![chunk as u8];
                     payload.extend(data);
                     out.put(ts, payload).map_err(|_| StmError::Closed)?;
@@ -40,9 +41,8 @@ fn main() -> Result<(), StmError> {
     let pool: Vec<_> = (0..workers)
         .map(|w| {
             let (work, partial) = (work.clone(), partial.clone());
-            rt.task_builder()
-                .name(format!("worker-{w}"))
-                .spawn(move |task| -> Result<u64, StmError> {
+            rt.task_builder().name(format!("worker-{w}")).spawn(
+                move |task| -> Result<u64, StmError> {
                     let input = task.attach_input(&work)?;
                     let out = task.attach_output(&partial)?;
                     let mut done = 0;
@@ -57,7 +57,8 @@ fn main() -> Result<(), StmError> {
                         done += 1;
                     }
                     Ok(done)
-                })
+                },
+            )
         })
         .collect::<Result<_, _>>()?;
 
@@ -95,7 +96,9 @@ fn main() -> Result<(), StmError> {
     let reader = rt.task(INFINITY)?;
     let res = reader.attach_input(&results)?;
     for _ in 0..FRAMES {
-        let (ts, total) = res.get(Selector::NextUnseen).map_err(|_| StmError::Closed)?;
+        let (ts, total) = res
+            .get(Selector::NextUnseen)
+            .map_err(|_| StmError::Closed)?;
         if ts % 50 == 0 {
             println!("frame {ts}: checksum {}", total.as_str().unwrap_or("?"));
         }

@@ -10,10 +10,17 @@ use stampede::{LateAction, Runtime, StmError, Tick};
 fn main() -> Result<(), StmError> {
     let rt = Runtime::new();
     let task = rt.task(0)?;
-    let mut pacer = task.pacer(Duration::from_millis(20), Duration::from_millis(5), |late| {
-        println!("  late by {:?} at vt {} ({} ticks behind)", late.late, late.vt, late.ticks_behind);
-        LateAction::Skip
-    });
+    let mut pacer = task.pacer(
+        Duration::from_millis(20),
+        Duration::from_millis(5),
+        |late| {
+            println!(
+                "  late by {:?} at vt {} ({} ticks behind)",
+                late.late, late.vt, late.ticks_behind
+            );
+            LateAction::Skip
+        },
+    );
     let start = Instant::now();
     let mut vt = 0;
     while vt < 20 {

@@ -48,15 +48,18 @@ fn main() -> Result<(), StmError> {
     let tracks = rt.channel(ContainerOptions::bounded(30).name("video/tracks"))?;
     let n_frames = 30 * seconds as i64;
 
+    // The decision task attaches before anything runs, so it sees every track and frame.
+    let decision = rt.task(INFINITY)?;
+    let track_in = decision.attach_input(&tracks)?;
+    let frame_in = decision.attach_input(&frames)?;
+
     let digitizer = rt.task_builder().name("digitizer").virtual_time(0).spawn({
         let frames = frames.clone();
         move |task| -> Result<u64, StmError> {
             let out = task.attach_output(&frames)?;
-            let mut pacer = task.pacer(
-                Duration::from_millis(33),
-                Duration::from_millis(5),
-                |_| LateAction::Skip,
-            );
+            let mut pacer = task.pacer(Duration::from_millis(33), Duration::from_millis(5), |_| {
+                LateAction::Skip
+            });
             let mut n = 0;
             let mut skipped = 0;
             while n < n_frames {
@@ -74,11 +77,13 @@ fn main() -> Result<(), StmError> {
         }
     })?;
 
-    let tracker = rt.task_builder().name("tracker").spawn({
+    // Virtual time 0 until attached, so no frame is reclaimed before the tracker is there.
+    let tracker = rt.task_builder().name("tracker").virtual_time(0).spawn({
         let (frames, tracks) = (frames.clone(), tracks.clone());
         move |task| -> Result<u64, StmError> {
             let input = task.attach_input(&frames)?;
             let out = task.attach_output(&tracks)?;
+            task.set_virtual_time(INFINITY)?;
             let mut n = 0;
             while let Ok((ts, f)) = input.get(Selector::NewestUnseen) {
                 let (x, y) = track(f.get::<NdArray>().expect("frames are arrays"));
@@ -92,9 +97,6 @@ fn main() -> Result<(), StmError> {
         }
     })?;
 
-    let decision = rt.task(INFINITY)?;
-    let track_in = decision.attach_input(&tracks)?;
-    let frame_in = decision.attach_input(&frames)?;
     let start = Instant::now();
     let mut decided = 0;
     while let Ok((ts, t)) = track_in.get(Selector::NextUnseen) {
@@ -104,7 +106,10 @@ fn main() -> Result<(), StmError> {
                 let f = f.get::<NdArray>().expect("array");
                 let peak = f.as_slice::<u8>().expect("u8").iter().max().copied();
                 if decided % 15 == 0 {
-                    println!("t={ts:4}  target at {}  peak {peak:?}", t.as_str().unwrap_or("?"));
+                    println!(
+                        "t={ts:4}  target at {}  peak {peak:?}",
+                        t.as_str().unwrap_or("?")
+                    );
                 }
             }
             Err(e) => println!("t={ts:4}  frame unavailable: {e}"),

@@ -33,7 +33,8 @@ impl ItemType for Detection {
         for (i, b) in bbox.iter_mut().enumerate() {
             *b = u32::from_le_bytes(wire[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
         }
-        let label = String::from_utf8(wire[16..].to_vec()).map_err(|_| MarshalError::InvalidUtf8)?;
+        let label =
+            String::from_utf8(wire[16..].to_vec()).map_err(|_| MarshalError::InvalidUtf8)?;
         Ok(Detection { bbox, label })
     }
 }
@@ -46,7 +47,11 @@ fn main() {
     println!("tag {:?}, marshalled: {}", d.tag(), d.is_marshalled());
     println!("local access, no marshalling: {:?}", d.get::<Detection>());
     let remote = Item::from_wire(d.tag(), d.wire().clone()); // what another address space sees
-    println!("wire is {} bytes, marshalled now: {}", d.wire().len(), d.is_marshalled());
+    println!(
+        "wire is {} bytes, marshalled now: {}",
+        d.wire().len(),
+        d.is_marshalled()
+    );
     println!("decoded remotely: {:?}", remote.decode::<Detection>());
 
     let frame = NdArray::from_slice(&[2, 2], &[0.5f32, 1.0, 1.5, 2.0]).expect("4 elements");
@@ -57,7 +62,17 @@ fn main() {
     assert_eq!(back.dtype(), DType::F32);
     println!("array {:?} -> {:?}", back.shape(), back.as_slice::<f32>());
 
-    let bad = Item::from_wire(TypeTag::NDARRAY, Bytes::from_static(b"SNDA\x01\x63\x00\x00"));
-    println!("a corrupt array is rejected: {:?}", bad.decode::<NdArray>().unwrap_err());
-    println!("text: {:?}, bytes: {:?}", Item::from("hello").as_str(), Item::from(vec![1u8, 2]).as_bytes());
+    let bad = Item::from_wire(
+        TypeTag::NDARRAY,
+        Bytes::from_static(b"SNDA\x01\x63\x00\x00"),
+    );
+    println!(
+        "a corrupt array is rejected: {:?}",
+        bad.decode::<NdArray>().unwrap_err()
+    );
+    println!(
+        "text: {:?}, bytes: {:?}",
+        Item::from("hello").as_str(),
+        Item::from(vec![1u8, 2]).as_bytes()
+    );
 }

@@ -26,20 +26,34 @@ fn main() -> Result<(), StmError> {
     let input = viewer.attach_input(&frames)?;
 
     for ts in 0..10 {
-        out.put(ts, format!("frame {ts}")).map_err(|_| StmError::Closed)?;
+        out.put(ts, format!("frame {ts}"))
+            .map_err(|_| StmError::Closed)?;
     }
     camera.set_virtual_time(10)?;
-    let (ts, _) = input.get(Selector::Exact(3)).map_err(|_| StmError::Closed)?;
+    let (ts, _) = input
+        .get(Selector::Exact(3))
+        .map_err(|_| StmError::Closed)?;
     input.consume_until(ts - 1)?;
 
-    println!("after consuming 0..=2 with frame 3 open:\n{}", rt.explain(Default::default()));
+    println!(
+        "after consuming 0..=2 with frame 3 open:\n{}",
+        rt.explain(Default::default())
+    );
     println!("collect -> floor {}", rt.collect());
-    println!("stored: {:?}, freed so far: {}", frames.timestamps(), freed.load(Ordering::Relaxed));
+    println!(
+        "stored: {:?}, freed so far: {}",
+        frames.timestamps(),
+        freed.load(Ordering::Relaxed)
+    );
 
     input.consume_until(9)?;
     camera.set_virtual_time(INFINITY)?;
     println!("everything consumed, camera done -> floor {}", rt.collect());
-    println!("stored: {:?}, freed so far: {}", frames.timestamps(), freed.load(Ordering::Relaxed));
+    println!(
+        "stored: {:?}, freed so far: {}",
+        frames.timestamps(),
+        freed.load(Ordering::Relaxed)
+    );
 
     // A put with a known number of consumers is freed without waiting for the watermark.
     let counted = rt.channel(ContainerOptions::default())?;
@@ -51,6 +65,9 @@ fn main() -> Result<(), StmError> {
         .map_err(|_| StmError::Closed)?;
     c_in.get(Selector::Oldest).map_err(|_| StmError::Closed)?;
     c_in.consume(100)?;
-    println!("counted item reclaimed at once: stored {:?}", counted.timestamps());
+    println!(
+        "counted item reclaimed at once: stored {:?}",
+        counted.timestamps()
+    );
     Ok(())
 }

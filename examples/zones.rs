@@ -31,9 +31,16 @@ fn main() -> Result<(), StmError> {
     camera.set_virtual_time(INFINITY)?; // the camera is done; the mic is not
     println!("video zone floor: {}", rt.collect_zone(ZoneId::DEFAULT));
     println!("audio zone floor: {}", rt.collect_zone(audio_zone));
-    println!("video items left: {}, audio items left: {}", video.len(), audio.len());
+    println!(
+        "video items left: {}, audio items left: {}",
+        video.len(),
+        audio.len()
+    );
     println!("{}", rt.explain(audio_zone));
     // A task may not put into another zone's container.
-    println!("camera -> audio: {:?}", camera.attach_output(&audio).unwrap_err());
+    println!(
+        "camera -> audio: {:?}",
+        camera.attach_output(&audio).unwrap_err()
+    );
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
-use crate::notify::{Arrivals, SubscriptionId, Subscribers};
+use crate::notify::{Arrivals, Subscribers, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, INFINITY};
@@ -70,6 +70,9 @@ struct InConn {
     /// Gotten and not yet consumed.
     open: BTreeSet<Timestamp>,
     last_get: Option<Timestamp>,
+    /// The newest item a `NewestUnseen` get returned: items below it were already counted as
+    /// skipped or seen.
+    skip_mark: Option<Timestamp>,
 }
 
 impl InConn {
@@ -264,16 +267,21 @@ impl ChannelCore {
             consumed: BTreeSet::new(),
             open: BTreeSet::new(),
             last_get: None,
+            skip_mark: None,
         });
         // Not a consume for reference counts: this connection could never have read them.
-        st.conns.last_mut().expect("just pushed").consumed.extend(below);
+        st.conns
+            .last_mut()
+            .expect("just pushed")
+            .consumed
+            .extend(below);
         drop(st);
         drop(cut);
         Ok(())
     }
 
     pub(crate) fn put(
-        &self,
+        self: &Arc<Self>,
         task: &TaskInner,
         ts: Timestamp,
         item: Item,
@@ -288,6 +296,7 @@ impl ChannelCore {
         }
         let (may_wait, deadline) = wait_mode.deadline();
         let mut blocked = false;
+        let mut collected = false;
         let result = loop {
             let cut = self.zone.shared();
             if !task.is_alive() {
@@ -309,21 +318,31 @@ impl ChannelCore {
                 break Err(PutErrorKind::DuplicateTimestamp);
             }
             if self.capacity.is_some_and(|cap| st.items.len() >= cap) {
+                if !collected {
+                    // The channel may be full of garbage: one pass before giving up or
+                    // waiting. Announce a waiting put first, so any consume from now on runs
+                    // a pass too (see `Zone::nudge`).
+                    collected = true;
+                    if may_wait {
+                        blocked = true;
+                        let me: Arc<dyn Detach> = self.clone();
+                        task.add_pending(ts, self.id, Arc::downgrade(&me));
+                        self.zone.blocked_putters.fetch_add(1, Ordering::SeqCst);
+                    }
+                    drop(st);
+                    drop(cut);
+                    self.zone.collect();
+                    continue;
+                }
                 let expired = deadline.is_some_and(|d| Instant::now() >= d);
                 if !may_wait || expired {
                     st.stats.full += 1;
                     break Err(PutErrorKind::Full);
                 }
-                if !blocked {
-                    // Announce the wait before looking for space, so any consume from now on
-                    // runs a pass (see `Zone::nudge`), and hold the watermark at `ts`.
-                    blocked = true;
-                    task.add_pending(ts, self.id);
-                    self.zone.blocked_putters.fetch_add(1, Ordering::SeqCst);
-                    drop(st);
-                    drop(cut);
-                    self.zone.collect();
-                    continue;
+                // Re-checked under the lock: an exit that raced with the check above has
+                // either finished its wake-up already or will find this put waiting.
+                if !task.is_alive() {
+                    break Err(PutErrorKind::Detached);
                 }
                 drop(cut);
                 st.put_waiters += 1;
@@ -402,7 +421,7 @@ impl ChannelCore {
             };
             if let Some(ts) = found {
                 let skipped = if sel == Selector::NewestUnseen {
-                    let from = c.last_get.unwrap_or(Timestamp::MIN);
+                    let from = c.skip_mark.unwrap_or(Timestamp::MIN);
                     st.visible(c)
                         .filter(|&t| t > from && t < ts && !c.open.contains(&t))
                         .count() as u64
@@ -412,6 +431,9 @@ impl ChannelCore {
                 let item = st.items[&ts].item.clone();
                 let c = &mut st.conns[ci];
                 c.last_get = Some(ts);
+                if sel == Selector::NewestUnseen {
+                    c.skip_mark = c.skip_mark.max(Some(ts));
+                }
                 if c.open.insert(ts) {
                     c.task.add_open(self.zone.id, ts);
                 }
@@ -537,6 +559,11 @@ impl ChannelCore {
 }
 
 impl Detach for ChannelCore {
+    fn wake_putters(&self) {
+        let _st = self.lock();
+        self.putters.notify_all();
+    }
+
     fn detach(&self, conn: ConnId, _task: &TaskInner) {
         let mut st = self.lock();
         let Ok(ci) = st.conn(conn) else { return };
@@ -722,7 +749,11 @@ impl Channel {
     /// assert_eq!(futures::executor::block_on(arrivals.next()), Some(7));
     /// ```
     pub fn arrivals(&self, capacity: usize) -> Arrivals {
-        let (_, shared) = self.core.lock().subscribers.add_stream(capacity);
+        let mut st = self.core.lock();
+        let (_, shared) = st.subscribers.add_stream(capacity);
+        if st.closed {
+            st.subscribers.close_all();
+        }
         Arrivals { shared }
     }
 

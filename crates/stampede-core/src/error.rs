@@ -72,7 +72,10 @@ impl fmt::Display for PutError {
         match self.kind {
             PutErrorKind::Full => write!(f, "put at {ts}: container is full"),
             PutErrorKind::DuplicateTimestamp => {
-                write!(f, "put at {ts}: the channel already has an item with this timestamp")
+                write!(
+                    f,
+                    "put at {ts}: the channel already has an item with this timestamp"
+                )
             }
             PutErrorKind::BelowVisibility { visibility } => write!(
                 f,
@@ -80,7 +83,9 @@ impl fmt::Display for PutError {
                 fmt_ts(visibility)
             ),
             PutErrorKind::InvalidTimestamp => write!(f, "put at {ts}: INFINITY is not a timestamp"),
-            PutErrorKind::ZeroConsumers => write!(f, "put at {ts}: a reference count must be at least 1"),
+            PutErrorKind::ZeroConsumers => {
+                write!(f, "put at {ts}: a reference count must be at least 1")
+            }
             PutErrorKind::Closed => write!(f, "put at {ts}: container is closed"),
             PutErrorKind::Detached => write!(f, "put at {ts}: connection is detached"),
         }

@@ -81,6 +81,8 @@ pub enum MarshalError {
         /// Bytes present.
         actual: usize,
     },
+    /// More dimensions than the layout can describe ([`MAX_NDIM`]).
+    TooManyDimensions(usize),
     /// Text that is not valid UTF-8.
     InvalidUtf8,
     /// The item has another type.
@@ -103,6 +105,9 @@ impl fmt::Display for MarshalError {
             MarshalError::UnknownDType(c) => write!(f, "unknown dtype code {c}"),
             MarshalError::LengthMismatch { expected, actual } => {
                 write!(f, "expected {expected} data bytes, found {actual}")
+            }
+            MarshalError::TooManyDimensions(n) => {
+                write!(f, "{n} dimensions; the layout allows {MAX_NDIM}")
             }
             MarshalError::InvalidUtf8 => f.write_str("invalid UTF-8"),
             MarshalError::WrongType { expected, found } => {
@@ -445,11 +450,16 @@ pub struct NdArray {
 }
 
 const NDARRAY_MAGIC: &[u8; 4] = b"SNDA";
+/// The layout stores the number of dimensions in one byte.
+pub const MAX_NDIM: usize = 255;
 const NDARRAY_VERSION: u8 = 1;
 
 impl NdArray {
     /// An array over `data`, which must hold exactly `product(shape) * itemsize` bytes.
     pub fn new(dtype: DType, shape: &[usize], data: Bytes) -> Result<NdArray, MarshalError> {
+        if shape.len() > MAX_NDIM {
+            return Err(MarshalError::TooManyDimensions(shape.len()));
+        }
         let expected = shape
             .iter()
             .try_fold(dtype.itemsize(), |acc, &d| acc.checked_mul(d))
@@ -502,16 +512,12 @@ impl NdArray {
 
     /// The elements as `&[T]`, if `T` matches the dtype and the data is aligned for it.
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
-        if T::DTYPE != self.dtype
-            || self.data.as_ptr() as usize % std::mem::align_of::<T>() != 0
-        {
+        if T::DTYPE != self.dtype || self.data.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
             return None;
         }
         // SAFETY: dtype matches `T`, alignment was checked, and the length is a multiple
         // of the element size by construction.
-        Some(unsafe {
-            std::slice::from_raw_parts(self.data.as_ptr().cast::<T>(), self.len())
-        })
+        Some(unsafe { std::slice::from_raw_parts(self.data.as_ptr().cast::<T>(), self.len()) })
     }
 }
 

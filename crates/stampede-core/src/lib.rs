@@ -13,6 +13,11 @@
 //! let rt = Runtime::new();
 //! let frames = rt.channel(ContainerOptions::bounded(8).name("video/frames")).unwrap();
 //!
+//! // A tracker that takes the newest frame it has not seen, skipping stale ones. It attaches
+//! // before the digitizer starts, so it cannot miss the first frames.
+//! let tracker = rt.task(INFINITY).unwrap();
+//! let input = tracker.attach_input(&frames).unwrap();
+//!
 //! // A digitizer: puts frame n at timestamp n and advances its virtual time.
 //! let digitizer = rt.spawn(0, {
 //!     let frames = frames.clone();
@@ -26,9 +31,6 @@
 //!     }
 //! }).unwrap();
 //!
-//! // A tracker: always takes the newest frame it has not seen, skipping stale ones.
-//! let tracker = rt.task(INFINITY).unwrap();
-//! let input = tracker.attach_input(&frames).unwrap();
 //! let mut last = -1;
 //! while let Ok((ts, frame)) = input.get(Selector::NewestUnseen) {
 //!     assert!(ts > last && frame.as_bytes().unwrap()[0] == ts as u8);
@@ -105,7 +107,9 @@ pub use container::{Container, ContainerHandle, ContainerOptions, Named};
 pub use correlate::{Correlated, Correlator, Match};
 pub use error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 pub use gc::{ConnId, ContainerId, GcStats, Hold, HoldCause, WatermarkReport};
-pub use item::{DType, Element, Item, ItemType, MarshalError, MarshalFn, NdArray, TypeTag};
+pub use item::{
+    DType, Element, Item, ItemType, MarshalError, MarshalFn, NdArray, TypeTag, MAX_NDIM,
+};
 pub use notify::{Arrivals, SubscriptionId};
 pub use pacing::{LateAction, Lateness, Pacer, PacerStats, Tick};
 pub use queue::{Queue, QueueItem, QueueStats};

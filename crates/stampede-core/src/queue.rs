@@ -9,7 +9,7 @@ use crate::channel::{spin, GarbageHandler, Wait, SPIN_ROUNDS};
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
-use crate::notify::{Arrivals, SubscriptionId, Subscribers};
+use crate::notify::{Arrivals, Subscribers, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, INFINITY};
@@ -122,7 +122,7 @@ impl QueueCore {
     }
 
     pub(crate) fn put(
-        &self,
+        self: &Arc<Self>,
         task: &TaskInner,
         ts: Timestamp,
         item: Item,
@@ -159,7 +159,13 @@ impl QueueCore {
                     // Space comes from gets, not from the collector; the pending put only
                     // holds the watermark at `ts`.
                     blocked = true;
-                    task.add_pending(ts, self.id);
+                    let me: Arc<dyn Detach> = self.clone();
+                    task.add_pending(ts, self.id, Arc::downgrade(&me));
+                }
+                // Re-checked under the lock: an exit that raced with the check above has
+                // either finished its wake-up already or will find this put waiting.
+                if !task.is_alive() {
+                    break Err(PutErrorKind::Detached);
                 }
                 drop(cut);
                 st.put_waiters += 1;
@@ -284,6 +290,11 @@ impl QueueCore {
 }
 
 impl Detach for QueueCore {
+    fn wake_putters(&self) {
+        let _st = self.lock();
+        self.putters.notify_all();
+    }
+
     fn detach(&self, conn: ConnId, _task: &TaskInner) {
         let mut st = self.lock();
         st.conns.retain(|c| *c != conn);
@@ -432,7 +443,11 @@ impl Queue {
     }
     /// An async stream of the timestamps of items put from now on.
     pub fn arrivals(&self, capacity: usize) -> Arrivals {
-        let (_, shared) = self.core.lock().subscribers.add_stream(capacity);
+        let mut st = self.core.lock();
+        let (_, shared) = st.subscribers.add_stream(capacity);
+        if st.closed {
+            st.subscribers.close_all();
+        }
         Arrivals { shared }
     }
     /// Cancels a subscription; returns whether it existed.

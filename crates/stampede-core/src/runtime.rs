@@ -61,6 +61,11 @@ impl Drop for RtInner {
 /// let rt = Runtime::new();
 /// let frames = rt.channel(ContainerOptions::bounded(4).name("frames")).unwrap();
 ///
+/// // Attach before the producer starts: an input connection made at virtual time INFINITY
+/// // starts with the items already present marked consumed (rule 3).
+/// let tracker = rt.task(INFINITY).unwrap();
+/// let input = tracker.attach_input(&frames).unwrap();
+///
 /// let producer = rt.spawn(0, {
 ///     let frames = frames.clone();
 ///     move |task| {
@@ -72,8 +77,6 @@ impl Drop for RtInner {
 ///     }
 /// }).unwrap();
 ///
-/// let tracker = rt.task(INFINITY).unwrap();
-/// let input = tracker.attach_input(&frames).unwrap();
 /// for n in 0..10 {
 ///     let (ts, item) = input.get(Selector::NextUnseen).unwrap();
 ///     assert_eq!((ts, item.as_str().unwrap()), (n, format!("frame {n}").as_str()));
@@ -307,6 +310,7 @@ impl Runtime {
     /// let rt = Runtime::new();
     /// let ch = rt.channel(ContainerOptions::default()).unwrap();
     /// let slow = rt.task_builder().name("slow").virtual_time(3).create().unwrap();
+    /// slow.attach_output(&ch).unwrap().put(10, "x").unwrap();
     /// let report = rt.explain(Default::default());
     /// assert_eq!(report.watermark, 3);
     /// let holder = report.holders().next().unwrap();

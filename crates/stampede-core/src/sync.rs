@@ -29,7 +29,10 @@ pub(crate) fn wait<'a, T>(
     deadline: Option<Instant>,
 ) -> (MutexGuard<'a, T>, bool) {
     match deadline {
-        None => (cv.wait(guard).unwrap_or_else(PoisonError::into_inner), false),
+        None => (
+            cv.wait(guard).unwrap_or_else(PoisonError::into_inner),
+            false,
+        ),
         Some(d) => {
             let now = Instant::now();
             if now >= d {

@@ -21,6 +21,14 @@ pub struct TaskId(pub u64);
 /// A container that can drop a connection when its task goes away.
 pub(crate) trait Detach: Send + Sync {
     fn detach(&self, conn: ConnId, task: &TaskInner);
+    /// Wakes blocked puts so they notice their task has exited.
+    fn wake_putters(&self) {}
+}
+
+struct PendingPut {
+    ts: Timestamp,
+    container: ContainerId,
+    wake: Weak<dyn Detach>,
 }
 
 struct TaskState {
@@ -29,14 +37,14 @@ struct TaskState {
     /// it holds, with multiplicity.
     open: BTreeMap<Timestamp, u32>,
     /// Puts waiting for space.
-    pending: Vec<(Timestamp, ContainerId)>,
+    pending: Vec<PendingPut>,
     conns: Vec<(Weak<dyn Detach>, ConnId)>,
 }
 
 impl TaskState {
     fn visibility(&self) -> Timestamp {
         let open = self.open.keys().next().copied().unwrap_or(INFINITY);
-        let pending = self.pending.iter().map(|p| p.0).min().unwrap_or(INFINITY);
+        let pending = self.pending.iter().map(|p| p.ts).min().unwrap_or(INFINITY);
         self.vt.min(open).min(pending)
     }
 }
@@ -98,15 +106,23 @@ impl TaskInner {
         self.store_visibility(&st);
     }
 
-    pub(crate) fn add_pending(&self, ts: Timestamp, c: ContainerId) {
+    pub(crate) fn add_pending(&self, ts: Timestamp, c: ContainerId, wake: Weak<dyn Detach>) {
         let mut st = lock(&self.state);
-        st.pending.push((ts, c));
+        st.pending.push(PendingPut {
+            ts,
+            container: c,
+            wake,
+        });
         self.store_visibility(&st);
     }
 
     pub(crate) fn remove_pending(&self, ts: Timestamp, c: ContainerId) {
         let mut st = lock(&self.state);
-        if let Some(i) = st.pending.iter().position(|p| *p == (ts, c)) {
+        if let Some(i) = st
+            .pending
+            .iter()
+            .position(|p| p.ts == ts && p.container == c)
+        {
             st.pending.swap_remove(i);
         }
         self.store_visibility(&st);
@@ -123,7 +139,7 @@ impl TaskInner {
                     task_name: self.name.clone(),
                 },
             });
-            for &(ts, container) in &st.pending {
+            for &PendingPut { ts, container, .. } in &st.pending {
                 h.push(Hold {
                     ts,
                     cause: HoldCause::PendingPut {
@@ -134,15 +150,11 @@ impl TaskInner {
                 });
             }
         }
-        let pending = st.pending.iter().map(|p| p.0).min().unwrap_or(INFINITY);
+        let pending = st.pending.iter().map(|p| p.ts).min().unwrap_or(INFINITY);
         st.vt.min(pending)
     }
 
-    pub(crate) fn register_conn(
-        &self,
-        c: Weak<dyn Detach>,
-        id: ConnId,
-    ) -> Result<(), StmError> {
+    pub(crate) fn register_conn(&self, c: Weak<dyn Detach>, id: ConnId) -> Result<(), StmError> {
         let mut st = lock(&self.state);
         if !self.is_alive() {
             return Err(StmError::TaskExited);
@@ -182,13 +194,17 @@ impl TaskInner {
     }
 
     fn exit(&self) {
-        let conns = {
+        let (conns, blocked) = {
             let mut st = lock(&self.state);
             if !self.alive.swap(false, Ordering::AcqRel) {
                 return;
             }
-            std::mem::take(&mut st.conns)
+            let blocked: Vec<_> = st.pending.iter().map(|p| p.wake.clone()).collect();
+            (std::mem::take(&mut st.conns), blocked)
         };
+        for c in blocked.iter().filter_map(Weak::upgrade) {
+            c.wake_putters();
+        }
         for (c, id) in conns {
             if let Some(c) = c.upgrade() {
                 c.detach(id, self);

@@ -787,7 +787,6 @@ fn exact_infinity_is_gone() {
 }
 
 #[test]
-#[ignore = "bug: a put blocked on a full channel is not woken when its task exits (waits until space or timeout)"]
 fn task_exit_fails_a_blocked_put_at_once() {
     let rt = manual();
     let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();

@@ -274,7 +274,6 @@ fn ndarray_decode_errors() {
 }
 
 #[test]
-#[ignore = "bug: NdArray::new accepts more than 255 dimensions, but marshal writes ndim as u8, so the round trip fails"]
 fn ndarray_with_many_dimensions_round_trips_or_is_rejected() {
     let shape = [1usize; 256];
     match NdArray::new(DType::U8, &shape, Bytes::from_static(&[7])) {

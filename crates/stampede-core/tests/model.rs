@@ -567,19 +567,22 @@ impl Model {
                     _ => Outcome::Stm(Err(StmError::UnknownTicket(ticket))),
                 }
             }
-            Tr::Collect => {
-                self.reachable = Some(self.reachable_items());
-                if self.live_tasks().next().is_none() {
-                    return Outcome::Collect(self.floor);
-                }
-                let w = self.watermark();
-                self.floor = w;
-                for ch in &mut self.chans {
-                    ch.items = ch.items.split_off(&w);
-                }
-                Outcome::Collect(w)
-            }
+            Tr::Collect => Outcome::Collect(self.collect()),
         }
+    }
+
+    /// A collection pass: raise the floor to the watermark and reclaim below it.
+    fn collect(&mut self) -> Timestamp {
+        self.reachable = Some(self.reachable_items());
+        if self.live_tasks().next().is_none() {
+            return self.floor;
+        }
+        let w = self.watermark();
+        self.floor = w;
+        for ch in &mut self.chans {
+            ch.items = ch.items.split_off(&w);
+        }
+        w
     }
 
     fn put(
@@ -613,7 +616,11 @@ impl Model {
             return Err(PutErrorKind::DuplicateTimestamp);
         }
         if CH_CAP[c].is_some_and(|cap| ch.items.len() >= cap) {
-            return Err(PutErrorKind::Full);
+            // A put that finds the channel full runs one pass before giving up.
+            self.collect();
+            if CH_CAP[c].is_some_and(|cap| self.chans[c].items.len() >= cap) {
+                return Err(PutErrorKind::Full);
+            }
         }
         // Connections that consumed `ts` before it arrived count towards its reference count.
         let consumed_by = self

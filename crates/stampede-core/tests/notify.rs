@@ -201,7 +201,6 @@ fn close_wakes_a_waiting_stream() {
 }
 
 #[test]
-#[ignore = "bug: a stream subscribed after close never ends (close_all only marks existing streams)"]
 fn stream_subscribed_after_close_ends_at_once() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();

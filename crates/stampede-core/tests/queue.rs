@@ -198,6 +198,32 @@ fn detach_redelivers_held_items_in_their_original_order() {
 }
 
 #[test]
+fn redelivered_items_rejoin_the_waiting_items_in_ticket_order() {
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&q).unwrap();
+    let (w1, w2, w3) = (
+        rt.task(INFINITY).unwrap(),
+        rt.task(INFINITY).unwrap(),
+        rt.task(INFINITY).unwrap(),
+    );
+    let a = w1.attach_input(&q).unwrap();
+    let b = w2.attach_input(&q).unwrap();
+    let c = w3.attach_input(&q).unwrap();
+    let t1 = out.put(1, "1").unwrap();
+    let t2 = out.put(2, "2").unwrap();
+    let t3 = out.put(3, "3").unwrap();
+    assert_eq!(b.get().unwrap().ticket, t1);
+    assert_eq!(a.get().unwrap().ticket, t2);
+    b.detach(); // t1 waits again, ahead of t3
+    a.detach(); // t2 goes back between them, not in front of t1
+    let order: Vec<u64> = (0..3).map(|_| c.try_get().unwrap().ticket).collect();
+    assert_eq!(order, vec![t1, t2, t3]);
+    assert_eq!(q.stats().redelivered, 2);
+}
+
+#[test]
 fn task_exit_redelivers_held_items() {
     let rt = manual();
     let q = rt.queue(ContainerOptions::default()).unwrap();
@@ -419,7 +445,6 @@ fn finished_within<T>(h: &thread::ScopedJoinHandle<'_, T>, limit: Duration) -> b
 }
 
 #[test]
-#[ignore = "bug: queue detach wakes blocked getters only when it redelivers items, so a get on an exited task's connection keeps waiting"]
 fn task_exit_wakes_a_blocked_getter_that_holds_nothing() {
     let rt = manual();
     let q = rt.queue(ContainerOptions::default()).unwrap();
@@ -440,7 +465,6 @@ fn task_exit_wakes_a_blocked_getter_that_holds_nothing() {
 }
 
 #[test]
-#[ignore = "bug: a put blocked on a full queue is not woken when its task exits (waits until space or timeout)"]
 fn task_exit_fails_a_blocked_put_at_once() {
     let rt = manual();
     let q = rt.queue(ContainerOptions::bounded(1)).unwrap();

@@ -360,10 +360,6 @@ fn queue_with_several_workers_and_failures() {
     let quitter = rt.task(INFINITY).unwrap();
     let quitter_in = quitter.attach_input(&q).unwrap();
 
-    let workers: Vec<_> = (0..W)
-        .map(|w| thread::spawn(run_worker(w, rt.task(INFINITY).unwrap())))
-        .collect();
-
     let producers: Vec<_> = (0..P)
         .map(|p| {
             let task = rt.task(0).unwrap();
@@ -379,9 +375,13 @@ fn queue_with_several_workers_and_failures() {
         })
         .collect();
 
+    // The quitter takes the first item before any worker runs, then exits holding it.
     let held = quitter_in
         .get_timeout(LONG)
         .expect("the quitter gets an item");
+    let workers: Vec<_> = (0..W)
+        .map(|w| thread::spawn(run_worker(w, rt.task(INFINITY).unwrap())))
+        .collect();
     drop(held);
     drop(quitter);
     assert_eq!(quitter_in.try_get().unwrap_err(), GetError::Detached);

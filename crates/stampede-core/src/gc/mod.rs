@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use crate::sync::{lock, Ordering, AtomicI64, AtomicU64, AtomicUsize, Mutex, RwLock};
+use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::task::{TaskId, TaskInner};
 use crate::time::{fmt_ts, Timestamp, ZoneId};
 
@@ -244,7 +244,9 @@ impl Zone {
 
     /// Holds off passes while a term moves.
     pub(crate) fn shared(&self) -> GcReadGuard<'_> {
-        self.gc.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.gc
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn floor(&self) -> Timestamp {
@@ -318,8 +320,7 @@ impl Zone {
         for c in &containers {
             n += c.reclaim_below(w);
         }
-        self.reclaimed
-            .fetch_add(n as u64, Ordering::Relaxed);
+        self.reclaimed.fetch_add(n as u64, Ordering::Relaxed);
         w
     }
 
@@ -343,7 +344,11 @@ impl Zone {
         WatermarkReport {
             zone: self.id,
             floor,
-            watermark: if tasks.is_empty() { floor } else { w.max(floor) },
+            watermark: if tasks.is_empty() {
+                floor
+            } else {
+                w.max(floor)
+            },
             holds,
         }
     }
