@@ -11,13 +11,21 @@
 //!   scheduler state (`/proc/thread-self` → `.../stat`) until it is `S` (sleeping in the
 //!   kernel, i.e. parked on a futex). The sample is the time from just before the put call
 //!   (cloning the prebuilt payload handle is inside the window) to just after the consumer's
-//!   get returns, both read from one monotonic clock.
+//!   get returns, both read from one monotonic clock. The two systems take turns every
+//!   [`CHUNK`] hand-offs within one run ([`latency_pair`]), so both see the same noise.
 //! * **Throughput** (`inproc_throughput`): one producer puts 64-byte items as fast as it
 //!   can, one consumer gets and releases every item; items/s from the first put to the last
-//!   release.
+//!   release. The log also shows blocking waits (voluntary context switches) per 1000 items.
+//!
+//! By default producers are pinned to one CPU and consumers to another (identically for
+//! both systems): otherwise the scheduler's placement of each thread pair, which sticks for
+//! seconds, decides whether a wake-up is a same-core preemption (~3 µs) or a cross-core IPI
+//! (~15-20 µs on a VM), and swamps the difference between the systems.
 //!
 //! Every measurement is repeated; the reported value is the median over repeats, and the
 //! order of the two systems alternates between repeats.
+
+pub mod diagnose;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -116,8 +124,15 @@ pub struct Config {
     pub pause_max: Duration,
     /// Longest wait for the consumer to park before a put goes ahead anyway.
     pub park_timeout: Duration,
+    /// A latency run stops early after this long.
+    pub latency_run_limit: Duration,
+    /// A throughput run stops early after this long.
+    pub throughput_run_limit: Duration,
     /// Items per throughput run.
     pub throughput_items: u64,
+    /// Pin every producer thread to the first CPU and every consumer thread to the second
+    /// (same placement for both systems); `None` leaves placement to the scheduler.
+    pub pin: Option<[usize; 2]>,
     /// Run the latency benchmarks.
     pub latency: bool,
     /// Run the throughput benchmark.
@@ -125,16 +140,19 @@ pub struct Config {
 }
 
 impl Config {
-    /// The full run: about half a minute on a 2-core VM.
+    /// The full run: under a minute on a 2-core VM.
     pub fn full() -> Self {
         Config {
-            repeats: 5,
-            latency_samples: 2000,
+            repeats: 7,
+            latency_samples: 4000,
             latency_warmup: 100,
             pause_min: Duration::from_micros(50),
             pause_max: Duration::from_micros(200),
-            park_timeout: Duration::from_millis(20),
+            park_timeout: Duration::from_millis(5),
+            latency_run_limit: Duration::from_millis(5000),
+            throughput_run_limit: Duration::from_millis(2000),
             throughput_items: 500_000,
+            pin: default_pin(),
             latency: true,
             throughput: true,
         }
@@ -307,6 +325,67 @@ pub fn crossbeam_pair(
 }
 
 // ---------------------------------------------------------------------------------------
+// CPU placement.
+
+/// CPUs this process may run on.
+#[cfg(target_os = "linux")]
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// CPUs this process may run on (unknown off Linux).
+#[cfg(not(target_os = "linux"))]
+pub fn allowed_cpus() -> Vec<usize> {
+    Vec::new()
+}
+
+/// The first two allowed CPUs, if there are two.
+pub fn default_pin() -> Option<[usize; 2]> {
+    match allowed_cpus()[..] {
+        [a, b, ..] => Some([a, b]),
+        _ => None,
+    }
+}
+
+/// Pins the calling thread to `cpu`; returns whether it worked.
+#[cfg(target_os = "linux")]
+fn pin_current(cpu: usize) -> bool {
+    // SAFETY: as above; sched_setaffinity(0, ..) applies to the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin_current(_cpu: usize) -> bool {
+    false
+}
+
+/// Which end of a pair a thread is.
+#[derive(Clone, Copy)]
+pub(crate) enum Role {
+    Producer = 0,
+    Consumer = 1,
+}
+
+pub(crate) fn place(cfg: &Config, role: Role) {
+    if let Some(cpus) = cfg.pin {
+        pin_current(cpus[role as usize]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Parking detection.
 
 /// Reads a thread's scheduler state letter from `/proc/.../stat`.
@@ -335,6 +414,24 @@ impl ThreadState {
     }
 }
 
+/// Context switches of the calling thread so far: (voluntary, involuntary); zeros where
+/// `/proc` does not say.
+pub fn ctx_switches() -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string("/proc/thread-self/status") else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
+}
+
 /// A small deterministic PRNG for the pauses (same sequence for both systems).
 struct XorShift(u64);
 
@@ -359,6 +456,8 @@ fn busy_wait(d: Duration) {
 /// Result of one latency run.
 #[derive(Clone, Debug)]
 pub struct LatencyRun {
+    /// Measured hand-offs.
+    pub samples: usize,
     /// Median hand-off latency, µs.
     pub p50_us: f64,
     /// 99th-percentile hand-off latency, µs.
@@ -377,123 +476,287 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Runs one hand-off latency measurement over a producer/consumer pair.
-pub fn latency_run<P: Producer, C: Consumer>(
+/// Waits until `cond` holds: spins briefly, then yields so that a thread we wait for can
+/// run even when both share a core (the VM may be oversubscribed).
+fn wait_until(mut cond: impl FnMut() -> bool) {
+    let mut spins = 0u32;
+    while !cond() {
+        if spins < 256 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            thread::yield_now();
+        }
+    }
+}
+
+/// `stop_at` value meaning "not decided yet".
+const OPEN_END: u64 = u64::MAX;
+
+/// Whose turn it is in an interleaved latency run.
+struct Turn {
+    state: std::sync::Mutex<TurnState>,
+    cv: std::sync::Condvar,
+}
+
+struct TurnState {
+    /// 0 or 1: which system sends its next chunk.
+    whose: usize,
+    /// The chunk being sent (or about to be) is the last of both systems.
+    last_round: bool,
+}
+
+impl Turn {
+    /// Blocks until it is `me`'s turn; returns whether this round is the last.
+    fn wait(&self, me: usize) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.whose != me {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.last_round
+    }
+
+    fn pass(&self, me: usize, last_round: bool) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.whose = 1 - me;
+        st.last_round |= last_round;
+        self.cv.notify_all();
+    }
+}
+
+/// Raw timings of one system in one latency run.
+struct Timings {
+    sent_at: Vec<u64>,
+    recv_at: Vec<u64>,
+    parked: Vec<bool>,
+}
+
+impl Timings {
+    fn summarize(&self, warmup: usize) -> LatencyRun {
+        let skip = warmup.min(self.sent_at.len());
+        let mut lat: Vec<u64> = self.sent_at[skip..]
+            .iter()
+            .zip(&self.recv_at[skip..])
+            .map(|(s, r)| r.saturating_sub(*s))
+            .collect();
+        lat.sort_unstable();
+        let n_parked = self.parked[skip..].iter().filter(|p| **p).count();
+        LatencyRun {
+            samples: lat.len(),
+            p50_us: percentile(&lat, 50.0) as f64 / 1e3,
+            p99_us: percentile(&lat, 99.0) as f64 / 1e3,
+            max_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
+            parked_fraction: n_parked as f64 / lat.len().max(1) as f64,
+        }
+    }
+}
+
+/// Hand-offs per turn of an interleaved latency run.
+pub const CHUNK: usize = 10;
+
+/// Runs one hand-off latency measurement of two systems, interleaved.
+///
+/// The systems take turns sending chunks of [`CHUNK`] hand-offs (system 0 first), so both
+/// sample the same stretches of time on a noisy machine; only one pair of threads is active
+/// at a time. Each system sends `cfg.latency_warmup + cfg.latency_samples` items, or fewer
+/// if the run exceeds `cfg.latency_run_limit`; the first `latency_warmup` are discarded.
+pub fn latency_pair<P0, C0, P1, C1>(
+    sys0: (P0, C0),
+    sys1: (P1, C1),
+    cfg: &Config,
+    seed: u64,
+) -> [LatencyRun; 2]
+where
+    P0: Producer,
+    C0: Consumer,
+    P1: Producer,
+    C1: Consumer,
+{
+    let base = Instant::now();
+    let turn = Turn {
+        state: std::sync::Mutex::new(TurnState {
+            whose: 0,
+            last_round: false,
+        }),
+        cv: std::sync::Condvar::new(),
+    };
+    let t = thread::scope(|s| {
+        let turn = &turn;
+        let a = s.spawn(move || latency_side(0, sys0.0, sys0.1, cfg, seed, base, turn));
+        let b = s.spawn(move || latency_side(1, sys1.0, sys1.1, cfg, seed, base, turn));
+        [a.join().expect("system 0"), b.join().expect("system 1")]
+    });
+    [
+        t[0].summarize(cfg.latency_warmup),
+        t[1].summarize(cfg.latency_warmup),
+    ]
+}
+
+/// One system's half of [`latency_pair`]: runs its consumer thread and, on this thread,
+/// its producer.
+fn latency_side<P: Producer, C: Consumer>(
+    me: usize,
     mut producer: P,
     mut consumer: C,
     cfg: &Config,
     seed: u64,
-) -> LatencyRun {
-    let total = cfg.latency_warmup + cfg.latency_samples;
-    let base = Instant::now();
+    base: Instant,
+    turn: &Turn,
+) -> Timings {
+    let total = (cfg.latency_warmup + cfg.latency_samples) as u64;
+    let deadline = base + cfg.latency_run_limit;
     let released = AtomicU64::new(0);
+    let stop_at = AtomicU64::new(OPEN_END);
     let consumer_state: OnceLock<Option<ThreadState>> = OnceLock::new();
-    let (sent_at, recv_at, parked) = thread::scope(|s| {
-        let released = &released;
-        let consumer_state = &consumer_state;
+    thread::scope(|s| {
+        let (released, stop_at, consumer_state) = (&released, &stop_at, &consumer_state);
         let cons = s.spawn(move || {
+            place(cfg, Role::Consumer);
             let _ = consumer_state.set(ThreadState::current());
-            let mut recv_at = Vec::with_capacity(total);
-            for i in 0..total {
+            let mut recv_at = Vec::with_capacity(total as usize);
+            let mut i = 0;
+            loop {
                 let got = consumer.recv();
                 recv_at.push(base.elapsed().as_nanos() as u64);
                 consumer.release(got);
-                released.store(i as u64 + 1, Ordering::Release);
+                i += 1;
+                released.store(i, Ordering::Release);
+                if stop_at.load(Ordering::Acquire) == i {
+                    return recv_at;
+                }
             }
-            recv_at
         });
-        let prod = s.spawn(move || {
-            let mut rng = XorShift(seed | 1);
-            let span = (cfg.pause_max.saturating_sub(cfg.pause_min)).as_nanos() as u64 + 1;
-            let mut sent_at = Vec::with_capacity(total);
-            let mut parked = Vec::with_capacity(total);
-            let state = loop {
-                if let Some(s) = consumer_state.get() {
-                    break s;
-                }
-                thread::yield_now();
+        place(cfg, Role::Producer);
+        let mut rng = XorShift(seed | 1);
+        let span = (cfg.pause_max.saturating_sub(cfg.pause_min)).as_nanos() as u64 + 1;
+        let mut sent_at = Vec::with_capacity(total as usize);
+        let mut parked = Vec::with_capacity(total as usize);
+        let mut state = None;
+        wait_until(|| {
+            state = consumer_state.get();
+            state.is_some()
+        });
+        let state = state.and_then(Option::as_ref);
+        let mut n = 0u64;
+        loop {
+            let mut last = turn.wait(me);
+            let chunk = CHUNK as u64;
+            if me == 0 && (n + chunk >= total || Instant::now() >= deadline) {
+                last = true;
+            }
+            // The last round always sends a full chunk, so both systems end even.
+            let end = if last {
+                n + chunk
+            } else {
+                (n + chunk).min(total)
             };
-            for n in 0..total as u64 {
-                while released.load(Ordering::Acquire) < n {
-                    std::hint::spin_loop();
-                }
+            while n < end {
+                // The previous item is through: the consumer is on its way back into recv.
+                wait_until(|| released.load(Ordering::Acquire) >= n);
                 busy_wait(cfg.pause_min + Duration::from_nanos(rng.next() % span));
-                let is_parked = match state {
-                    Some(st) => {
-                        let deadline = Instant::now() + cfg.park_timeout;
-                        loop {
-                            if st.is_sleeping() {
-                                break true;
-                            }
-                            if Instant::now() >= deadline {
-                                break false;
-                            }
+                let is_parked = state.is_some_and(|st| {
+                    let give_up = Instant::now() + cfg.park_timeout;
+                    loop {
+                        if st.is_sleeping() {
+                            break true;
                         }
+                        if Instant::now() >= give_up {
+                            break false;
+                        }
+                        thread::yield_now();
                     }
-                    None => false,
-                };
+                });
+                if n + 1 == end && last {
+                    stop_at.store(n + 1, Ordering::Release);
+                }
                 let t0 = base.elapsed().as_nanos() as u64;
                 producer.send(n);
                 sent_at.push(t0);
                 parked.push(is_parked);
+                n += 1;
             }
-            // Keep the producer (and its task) alive until everything is received.
-            while released.load(Ordering::Acquire) < total as u64 {
-                thread::yield_now();
+            // Let the consumer finish before the other system starts.
+            wait_until(|| released.load(Ordering::Acquire) >= n);
+            turn.pass(me, last);
+            if last {
+                break;
             }
-            (sent_at, parked)
-        });
+        }
         let recv_at = cons.join().expect("consumer thread");
-        let (sent_at, parked) = prod.join().expect("producer thread");
-        (sent_at, recv_at, parked)
-    });
-    let skip = cfg.latency_warmup;
-    let mut lat: Vec<u64> = sent_at[skip..]
-        .iter()
-        .zip(&recv_at[skip..])
-        .map(|(s, r)| r.saturating_sub(*s))
-        .collect();
-    lat.sort_unstable();
-    let n_parked = parked[skip..].iter().filter(|p| **p).count();
-    LatencyRun {
-        p50_us: percentile(&lat, 50.0) as f64 / 1e3,
-        p99_us: percentile(&lat, 99.0) as f64 / 1e3,
-        max_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
-        parked_fraction: n_parked as f64 / lat.len().max(1) as f64,
-    }
+        // The producer (and its task) lived until everything was received.
+        drop(producer);
+        Timings {
+            sent_at,
+            recv_at,
+            parked,
+        }
+    })
 }
 
-/// Runs one throughput measurement; returns items per second.
+/// Result of one throughput run.
+#[derive(Clone, Copy, Debug)]
+pub struct ThroughputRun {
+    /// Items moved.
+    pub items: u64,
+    /// Items per second.
+    pub per_sec: f64,
+    /// Voluntary context switches (blocking waits) of the producer and the consumer.
+    pub blocked: [u64; 2],
+}
+
+/// Runs one throughput measurement of up to `items` items, stopping early after `limit`.
 pub fn throughput_run<P: Producer, C: Consumer>(
     mut producer: P,
     mut consumer: C,
-    items: u64,
-) -> f64 {
+    cfg: &Config,
+) -> ThroughputRun {
+    let (items, limit) = (cfg.throughput_items, cfg.throughput_run_limit);
     let start = Barrier::new(2);
-    let (t0, t1) = thread::scope(|s| {
-        let start = &start;
+    let stop_at = AtomicU64::new(OPEN_END);
+    let (t0, t1, n, ctx) = thread::scope(|s| {
+        let (start, stop_at) = (&start, &stop_at);
         let cons = s.spawn(move || {
+            place(cfg, Role::Consumer);
             start.wait();
-            for _ in 0..items {
+            let ctx0 = ctx_switches().0;
+            let mut i = 0;
+            loop {
                 let got = consumer.recv();
                 consumer.release(got);
+                i += 1;
+                if stop_at.load(Ordering::Acquire) == i {
+                    return (Instant::now(), i, ctx_switches().0 - ctx0);
+                }
             }
-            Instant::now()
         });
         let prod = s.spawn(move || {
+            place(cfg, Role::Producer);
             start.wait();
+            let ctx0 = ctx_switches().0;
             let t0 = Instant::now();
+            let deadline = t0 + limit;
             for n in 0..items {
+                let last = n + 1 == items || (n % 1024 == 1023 && Instant::now() >= deadline);
+                if last {
+                    stop_at.store(n + 1, Ordering::Release);
+                }
                 producer.send(n);
+                if last {
+                    break;
+                }
             }
-            (t0, producer)
+            (t0, ctx_switches().0 - ctx0, producer)
         });
-        let t1 = cons.join().expect("consumer thread");
-        let (t0, producer) = prod.join().expect("producer thread");
+        let (t1, n, cctx) = cons.join().expect("consumer thread");
+        let (t0, pctx, producer) = prod.join().expect("producer thread");
         drop(producer);
-        (t0, t1)
+        (t0, t1, n, [pctx, cctx])
     });
-    items as f64 / (t1 - t0).as_secs_f64()
+    ThroughputRun {
+        items: n,
+        per_sec: n as f64 / (t1 - t0).as_secs_f64(),
+        blocked: ctx,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -520,31 +783,39 @@ fn payload(size: usize) -> Vec<u8> {
 pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Vec<Record> {
     let mut records = Vec::new();
     let sizes: &[usize] = if cfg.latency { &LATENCY_SIZES } else { &[] };
+    if cfg.latency {
+        // One discarded short run warms caches, the allocator and the scheduler.
+        let warm = Config {
+            latency_samples: cfg.latency_samples.min(2 * CHUNK),
+            ..cfg.clone()
+        };
+        let data = payload(LATENCY_SIZES[0]);
+        latency_pair(
+            stampede_pair(LATENCY_CAPACITY, Bytes::from(data.clone())),
+            crossbeam_pair(LATENCY_CAPACITY, Arc::from(data)),
+            &warm,
+            1,
+        );
+    }
     for &size in sizes {
         let data = payload(size);
         let bytes = Bytes::from(data.clone());
         let arc: Arc<[u8]> = Arc::from(data);
         let mut runs: [Vec<LatencyRun>; 2] = [Vec::new(), Vec::new()];
         for r in 0..cfg.repeats {
-            let order = if r % 2 == 0 {
-                [System::Stampede, System::Crossbeam]
-            } else {
-                [System::Crossbeam, System::Stampede]
-            };
             let seed = 0x9e37_79b9_7f4a_7c15 ^ (r as u64) ^ ((size as u64) << 20);
-            for sys in order {
-                let res = match sys {
-                    System::Stampede => {
-                        let (p, c) = stampede_pair(LATENCY_CAPACITY, bytes.clone());
-                        latency_run(p, c, cfg, seed)
-                    }
-                    System::Crossbeam => {
-                        let (p, c) = crossbeam_pair(LATENCY_CAPACITY, arc.clone());
-                        latency_run(p, c, cfg, seed)
-                    }
-                };
+            let sp = stampede_pair(LATENCY_CAPACITY, bytes.clone());
+            let cp = crossbeam_pair(LATENCY_CAPACITY, arc.clone());
+            // Alternate which system opens each round.
+            let [st, cb] = if r % 2 == 0 {
+                latency_pair(sp, cp, cfg, seed)
+            } else {
+                let [c, s] = latency_pair(cp, sp, cfg, seed);
+                [s, c]
+            };
+            for (sys, res) in [(System::Stampede, &st), (System::Crossbeam, &cb)] {
                 log(&format!(
-                    "latency {:>8} B  run {}/{}  {:<9}  p50 {:>8.2} us  p99 {:>8.2} us  max {:>9.2} us  parked {:>5.1}%",
+                    "latency {:>8} B  run {}/{}  {:<9}  p50 {:>8.2} us  p99 {:>8.2} us  max {:>9.2} us  parked {:>5.1}%  ({} samples)",
                     size,
                     r + 1,
                     cfg.repeats,
@@ -552,10 +823,12 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Vec<Record> {
                     res.p50_us,
                     res.p99_us,
                     res.max_us,
-                    res.parked_fraction * 100.0
+                    res.parked_fraction * 100.0,
+                    res.samples
                 ));
-                runs[(sys == System::Crossbeam) as usize].push(res);
             }
+            runs[0].push(st);
+            runs[1].push(cb);
         }
         let med = |i: usize, f: fn(&LatencyRun) -> f64| {
             median(&runs[i].iter().map(f).collect::<Vec<_>>())
@@ -595,22 +868,25 @@ pub fn run(cfg: &Config, mut log: impl FnMut(&str)) -> Vec<Record> {
             let v = match sys {
                 System::Stampede => {
                     let (p, c) = stampede_pair(THROUGHPUT_CAPACITY, bytes.clone());
-                    throughput_run(p, c, cfg.throughput_items)
+                    throughput_run(p, c, cfg)
                 }
                 System::Crossbeam => {
                     let (p, c) = crossbeam_pair(THROUGHPUT_CAPACITY, arc.clone());
-                    throughput_run(p, c, cfg.throughput_items)
+                    throughput_run(p, c, cfg)
                 }
             };
             log(&format!(
-                "throughput {} B  run {}/{}  {:<9}  {:>12.0} items/s",
+                "throughput {} B  run {}/{}  {:<9}  {:>12.0} items/s  ({} items; blocking waits per 1k items: producer {:.1}, consumer {:.1})",
                 THROUGHPUT_SIZE,
                 r + 1,
                 cfg.repeats,
                 sys.name(),
-                v
+                v.per_sec,
+                v.items,
+                v.blocked[0] as f64 * 1e3 / v.items as f64,
+                v.blocked[1] as f64 * 1e3 / v.items as f64,
             ));
-            tput[(sys == System::Crossbeam) as usize].push(v);
+            tput[(sys == System::Crossbeam) as usize].push(v.per_sec);
         }
     }
     records.push(Record {
@@ -658,8 +934,8 @@ pub fn render_table(records: &[Record]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<28} {:>8} {:>8} {:>14} {:>14} {:>8} {:>8}  {}",
-        "metric", "payload", "unit", "stampede", "crossbeam", "ratio", "target", "status"
+        "{:<28} {:>8} {:>8} {:>14} {:>14} {:>8} {:>8}  status",
+        "metric", "payload", "unit", "stampede", "crossbeam", "ratio", "target"
     );
     let _ = writeln!(out, "{}", "-".repeat(102));
     for r in records {
@@ -690,4 +966,50 @@ pub fn render_table(records: &[Record]) -> String {
     let with = records.iter().filter(|r| r.met().is_some()).count();
     let _ = writeln!(out, "{met}/{with} targets met");
     out
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// The parking check tells a spinning thread from one blocked in the kernel.
+    #[test]
+    fn thread_state_tells_running_from_parked() {
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+        let (state_tx, state_rx) = crossbeam_channel::bounded(1);
+        thread::scope(|s| {
+            let stop = &stop;
+            s.spawn(move || {
+                state_tx.send(ThreadState::current()).unwrap();
+                while !stop.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                rx.recv().unwrap();
+            });
+            let st = state_rx.recv().unwrap().expect("/proc/thread-self");
+            // Spinning: runnable (running or preempted), never sleeping.
+            for _ in 0..100 {
+                assert_ne!(st.read(), Some(b'S'));
+            }
+            stop.store(true, Ordering::Release);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !st.is_sleeping() {
+                assert!(Instant::now() < deadline, "never saw the thread park");
+                thread::yield_now();
+            }
+            tx.send(()).unwrap();
+        });
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&[7], 99.0), 7);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
 }

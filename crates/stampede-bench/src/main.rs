@@ -33,6 +33,13 @@ struct Args {
     /// Longest pause between latency hand-offs, in microseconds.
     #[arg(long)]
     pause_max_us: Option<u64>,
+    /// Leave thread placement to the scheduler instead of pinning producers to one CPU and
+    /// consumers to another.
+    #[arg(long)]
+    no_pin: bool,
+    /// Print timing breakdowns of the Stampede throughput path instead of benchmarking.
+    #[arg(long)]
+    diagnose: bool,
     /// Run only these benchmarks (for profiling; the JSON then lacks the others).
     #[arg(long, value_enum)]
     only: Option<Only>,
@@ -66,6 +73,9 @@ fn main() -> ExitCode {
     if let Some(us) = args.pause_max_us {
         cfg.pause_max = Duration::from_micros(us);
     }
+    if args.no_pin {
+        cfg.pin = None;
+    }
     match args.only {
         Some(Only::Latency) => cfg.throughput = false,
         Some(Only::Throughput) => cfg.latency = false,
@@ -74,8 +84,21 @@ fn main() -> ExitCode {
     if cfg.pause_max < cfg.pause_min {
         cfg.pause_max = cfg.pause_min;
     }
+    if args.diagnose {
+        let items = args.items.unwrap_or(200_000);
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout();
+        stampede_bench::diagnose::report(items, stampede_bench::THROUGHPUT_CAPACITY, |s| {
+            let _ = writeln!(stdout, "{s}");
+        });
+        return ExitCode::SUCCESS;
+    }
     let out = args.out.unwrap_or_else(default_out);
 
+    match cfg.pin {
+        Some([p, c]) => eprintln!("producers pinned to CPU {p}, consumers to CPU {c}"),
+        None => eprintln!("threads not pinned"),
+    }
     let started = Instant::now();
     let records = run(&cfg, |line| eprintln!("{line}"));
     eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());

@@ -16,7 +16,10 @@ fn quick_run_writes_every_metric() {
         pause_min: Duration::from_micros(20),
         pause_max: Duration::from_micros(40),
         park_timeout: Duration::from_millis(2),
+        latency_run_limit: Duration::from_secs(5),
+        throughput_run_limit: Duration::from_secs(5),
         throughput_items: 3_000,
+        pin: stampede_bench::default_pin(),
         latency: true,
         throughput: true,
     };
@@ -44,7 +47,16 @@ fn quick_run_writes_every_metric() {
         }
     }
     let parsed: Vec<Record> = serde_json::from_str(&text).unwrap();
-    assert_eq!(parsed, records);
+    assert_eq!(parsed.len(), records.len());
+    for (p, r) in parsed.iter().zip(&records) {
+        // serde_json parses floats to within an ulp unless `float_roundtrip` is on.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        assert_eq!(
+            (&p.metric, p.payload_bytes, &p.unit, &p.baseline_name),
+            (&r.metric, r.payload_bytes, &r.unit, &r.baseline_name)
+        );
+        assert!(close(p.stampede, r.stampede) && close(p.baseline, r.baseline));
+    }
 
     let has = |metric: &str, size: usize| {
         parsed
