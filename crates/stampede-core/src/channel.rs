@@ -88,10 +88,16 @@ struct State {
     conns: Vec<InConn>,
     /// Everything below has been reclaimed.
     floor: Timestamp,
-    /// The newest timestamp ever put.
-    newest: Timestamp,
     closed: bool,
-    get_waiters: usize,
+    /// Items consumed since the last pass looked at this channel. A put blocked here runs
+    /// its own pass once a batch of them may be reclaimable, not after every consume.
+    consumed_since_pass: usize,
+    /// Puts blocked here, from their announcement until they return (see `put`).
+    announced: usize,
+    /// When a pass last looked at this channel.
+    last_pass: Instant,
+    /// The inbox's buffer from the previous merge, kept for its capacity.
+    spare: Vec<(Timestamp, Item)>,
     put_waiters: usize,
     subscribers: Subscribers,
     garbage: Option<GarbageHandler>,
@@ -106,6 +112,17 @@ impl State {
     fn visible<'a>(&'a self, c: &'a InConn) -> impl DoubleEndedIterator<Item = Timestamp> + 'a {
         self.items
             .range(c.consumed_below..)
+            .map(|(ts, _)| *ts)
+            .filter(move |ts| !c.consumed.contains(ts))
+    }
+
+    fn visible_from<'a>(
+        &'a self,
+        c: &'a InConn,
+        from: Timestamp,
+    ) -> impl Iterator<Item = Timestamp> + 'a {
+        self.items
+            .range(from.max(c.consumed_below)..)
             .map(|(ts, _)| *ts)
             .filter(move |ts| !c.consumed.contains(ts))
     }
@@ -149,12 +166,32 @@ impl State {
     }
 }
 
+/// Where puts land without taking the state lock.
+///
+/// A put whose timestamp is above every timestamp ever put cannot be a duplicate, so when it
+/// needs nothing else from the state (no reference count, no subscribers, space left) it only
+/// appends here. Every holder of the state lock first merges the inbox (see
+/// `ChannelCore::lock`), so the state is always complete for them. Lock order: state, inbox.
+struct Inbox {
+    pending: Vec<(Timestamp, Item)>,
+    /// Items stored plus pending: what the capacity bounds.
+    count: usize,
+    /// The newest timestamp ever put.
+    newest: Timestamp,
+    closed: bool,
+    /// Puts must take the state lock (arrival subscribers need calling).
+    slow: bool,
+    /// Gets parked on `getters`; registered under both locks.
+    get_waiters: usize,
+}
+
 pub(crate) struct ChannelCore {
     pub(crate) id: ContainerId,
     pub(crate) name: Option<String>,
     capacity: Option<usize>,
     pub(crate) zone: Arc<Zone>,
     state: Mutex<State>,
+    inbox: Mutex<Inbox>,
     getters: Condvar,
     putters: Condvar,
 }
@@ -179,6 +216,9 @@ impl Wait {
         }
     }
 }
+
+/// A put blocked on a full channel runs a pass at least this often.
+const PUT_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Busy-wait rounds before a blocking get parks: a hand-off often completes within them,
 /// saving two context switches. Under loom every round is a scheduling point, so few.
@@ -214,21 +254,74 @@ impl ChannelCore {
                 retired: BTreeSet::new(),
                 conns: Vec::new(),
                 floor: Timestamp::MIN,
-                newest: Timestamp::MIN,
                 closed: false,
-                get_waiters: 0,
+                consumed_since_pass: 0,
+                announced: 0,
+                last_pass: Instant::now(),
+                spare: Vec::new(),
                 put_waiters: 0,
                 subscribers: Subscribers::default(),
                 garbage: None,
                 stats: ChannelStats::default(),
+            }),
+            inbox: Mutex::new(Inbox {
+                pending: Vec::new(),
+                count: 0,
+                newest: Timestamp::MIN,
+                closed: false,
+                slow: false,
+                get_waiters: 0,
             }),
             getters: Condvar::new(),
             putters: Condvar::new(),
         }
     }
 
+    /// The state, with the inbox merged into it.
     fn lock(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+        let mut st = lock(&self.state);
+        self.merge(&mut st);
+        st
+    }
+
+    fn merge(&self, st: &mut State) {
+        let mut batch = {
+            let mut ib = lock(&self.inbox);
+            if ib.pending.is_empty() {
+                return;
+            }
+            std::mem::replace(&mut ib.pending, std::mem::take(&mut st.spare))
+        };
+        st.stats.puts += batch.len() as u64;
+        for (ts, item) in batch.drain(..) {
+            // Without a reference count nobody reads `consumed_by`.
+            st.items.insert(
+                ts,
+                Slot {
+                    item,
+                    refcount: None,
+                    consumed_by: 0,
+                },
+            );
+        }
+        st.spare = batch;
+    }
+
+    /// How many consumes wake a put blocked on this channel to run a pass: one pass per
+    /// batch instead of one per item.
+    fn wake_batch(&self) -> usize {
+        if cfg!(loom) {
+            1
+        } else {
+            self.capacity.map_or(1, |c| (c / 16).max(1))
+        }
+    }
+
+    /// Accounts for items that left the channel.
+    fn uncount(&self, n: usize) {
+        if n > 0 {
+            lock(&self.inbox).count -= n;
+        }
     }
 
     /// Accounts for items reclaimed by their reference counts and runs the handler on them.
@@ -306,29 +399,64 @@ impl ChannelCore {
             if ts < vis {
                 break Err(PutErrorKind::BelowVisibility { visibility: vis });
             }
-            let mut st = self.lock();
-            if st.closed {
-                break Err(PutErrorKind::Closed);
-            }
-            let floor = st.floor.max(self.zone.floor());
+            let floor = self.zone.floor();
             if ts < floor {
                 break Err(PutErrorKind::BelowVisibility { visibility: floor });
+            }
+            if refcount.is_none() && !blocked {
+                let mut ib = lock(&self.inbox);
+                if !ib.slow
+                    && !ib.closed
+                    && ts > ib.newest
+                    && self.capacity.map_or(true, |cap| ib.count < cap)
+                {
+                    ib.newest = ts;
+                    ib.count += 1;
+                    ib.pending.push((ts, item.clone()));
+                    let wake = ib.get_waiters > 0;
+                    drop(ib);
+                    drop(cut);
+                    if wake {
+                        // Taking the state lock orders this after a getter's last look at
+                        // the inbox: it is either parked (and woken here) or will see it.
+                        let _st = lock(&self.state);
+                        self.getters.notify_all();
+                    }
+                    break Ok(());
+                }
+            }
+            let mut st = self.lock();
+            let mut ib = lock(&self.inbox);
+            if ib.closed {
+                break Err(PutErrorKind::Closed);
+            }
+            if ts < st.floor {
+                break Err(PutErrorKind::BelowVisibility {
+                    visibility: st.floor,
+                });
             }
             if st.items.contains_key(&ts) || st.retired.contains(&ts) {
                 break Err(PutErrorKind::DuplicateTimestamp);
             }
-            if self.capacity.is_some_and(|cap| st.items.len() >= cap) {
-                if !collected {
-                    // The channel may be full of garbage: one pass before giving up or
-                    // waiting. Announce a waiting put first, so any consume from now on runs
-                    // a pass too (see `Zone::nudge`).
+            if self.capacity.is_some_and(|cap| ib.count >= cap) {
+                drop(ib);
+                if may_wait && !blocked {
+                    // Announce the waiting put before looking for space, so that raised terms
+                    // elsewhere run passes (see `Zone::nudge`) and `ts` holds the watermark.
+                    blocked = true;
+                    st.announced += 1;
+                    let me: Arc<dyn Detach> = self.clone();
+                    task.add_pending(ts, self.id, Arc::downgrade(&me));
+                    self.zone.blocked_putters.fetch_add(1, Ordering::SeqCst);
+                }
+                // A pass is worth it once a batch of consumes may have made garbage, or when
+                // no pass looked at this channel lately (a raise may have made garbage with
+                // nobody waiting). Passing on every full put instead would reclaim a few items
+                // per pass. A put that cannot wait gets one pass regardless.
+                let batch_due = st.consumed_since_pass >= self.wake_batch();
+                let stale = cfg!(loom) || st.last_pass.elapsed() >= PUT_RECHECK;
+                if batch_due || (!collected && (stale || !may_wait)) {
                     collected = true;
-                    if may_wait {
-                        blocked = true;
-                        let me: Arc<dyn Detach> = self.clone();
-                        task.add_pending(ts, self.id, Arc::downgrade(&me));
-                        self.zone.blocked_putters.fetch_add(1, Ordering::SeqCst);
-                    }
                     drop(st);
                     drop(cut);
                     self.zone.collect();
@@ -346,18 +474,29 @@ impl ChannelCore {
                 }
                 drop(cut);
                 st.put_waiters += 1;
-                let (mut st, _) = wait(&self.putters, st, deadline);
+                // Local consumes wake this put once per batch, and a getter about to park
+                // wakes it at once; a raise elsewhere runs its own pass. Look again after a
+                // short while regardless, so a missed case costs latency, never progress.
+                let recheck = Instant::now() + PUT_RECHECK;
+                let until = if cfg!(loom) {
+                    deadline
+                } else {
+                    Some(deadline.map_or(recheck, |d| d.min(recheck)))
+                };
+                let (mut st, _) = wait(&self.putters, st, until);
                 st.put_waiters -= 1;
-                drop(st);
+                st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
                 continue;
             }
             let consumed_by = st.conns.iter().filter(|c| c.is_consumed(ts)).count() as u32;
+            ib.newest = ib.newest.max(ts);
             let mut dead = None;
             if refcount.is_some_and(|n| consumed_by >= n) {
                 st.retired.insert(ts);
                 st.stats.reclaimed += 1;
                 dead = Some((ts, item.clone()));
             } else {
+                ib.count += 1;
                 st.items.insert(
                     ts,
                     Slot {
@@ -368,14 +507,15 @@ impl ChannelCore {
                 );
             }
             st.stats.puts += 1;
-            st.newest = st.newest.max(ts);
-            if st.get_waiters > 0 {
-                self.getters.notify_all();
-            }
+            let wake = ib.get_waiters > 0;
+            drop(ib);
             let pending = st.subscribers.pending();
             let handler = st.garbage.clone();
             drop(st);
             drop(cut);
+            if wake {
+                self.getters.notify_all();
+            }
             if let Some(d) = dead {
                 self.run_garbage(handler, &[d]);
             }
@@ -385,6 +525,7 @@ impl ChannelCore {
             break Ok(());
         };
         if blocked {
+            lock(&self.state).announced -= 1;
             self.zone.blocked_putters.fetch_sub(1, Ordering::SeqCst);
             task.remove_pending(ts, self.id);
         }
@@ -415,7 +556,7 @@ impl ChannelCore {
                 Selector::Newest => st.visible(c).next_back(),
                 Selector::NewestUnseen => st.visible(c).rev().find(|t| !c.open.contains(t)),
                 Selector::NextUnseen => match c.last_get {
-                    Some(l) => st.visible(c).find(|&t| t > l),
+                    Some(l) => st.visible_from(c, l.saturating_add(1)).next(),
                     None => st.visible(c).next(),
                 },
             };
@@ -463,11 +604,30 @@ impl ChannelCore {
                 st = self.lock();
                 continue;
             }
-            st.get_waiters += 1;
+            {
+                let mut ib = lock(&self.inbox);
+                if !ib.pending.is_empty() {
+                    drop(ib);
+                    self.merge(&mut st);
+                    continue;
+                }
+                ib.get_waiters += 1;
+            }
+            // A put blocked here waits for consumes to free space; this getter is about to
+            // stop consuming, so let the put run its pass now.
+            if st.put_waiters > 0 {
+                st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
+                self.putters.notify_all();
+            }
             let (g, _) = wait(&self.getters, st, deadline);
             st = g;
-            st.get_waiters -= 1;
+            lock(&self.inbox).get_waiters -= 1;
+            self.merge(&mut st);
         }
+    }
+
+    fn has_getters(&self) -> bool {
+        lock(&self.inbox).get_waiters > 0
     }
 
     pub(crate) fn consume(&self, conn: ConnId, ts: Timestamp) -> Result<(), StmError> {
@@ -482,6 +642,7 @@ impl ChannelCore {
         let mut st = self.lock();
         let ci = st.conn(conn).map_err(|()| StmError::Detached)?;
         let mut dead = Vec::new();
+        let mut newly = 1;
         if until {
             let c = &mut st.conns[ci];
             let below = ts.saturating_add(1).max(c.consumed_below);
@@ -500,6 +661,7 @@ impl ChannelCore {
             let c = &mut st.conns[ci];
             c.consumed_below = below;
             c.consumed = c.consumed.split_off(&below);
+            newly = counted.len();
             for &t in &counted {
                 dead.extend(st.count_consume(t));
             }
@@ -518,16 +680,26 @@ impl ChannelCore {
                 None => dead.extend(st.retire_if_counted(ts)),
             }
         }
-        if st.get_waiters > 0 {
-            self.getters.notify_all();
-        }
-        if !dead.is_empty() && st.put_waiters > 0 {
-            self.putters.notify_all();
-        }
+        self.uncount(dead.len());
+        // An `Exact` get parked on this connection may now be gone.
+        let wake_getters = self.has_getters();
+        // Puts blocked here run the pass themselves, woken once per batch of consumes.
+        st.consumed_since_pass += newly;
+        let wake_putters =
+            st.put_waiters > 0 && (!dead.is_empty() || st.consumed_since_pass >= self.wake_batch());
+        let local = st.announced;
         let handler = st.garbage.clone();
         drop(st);
+        // Waiters registered under the lock we held, so they are parked: notifying after
+        // unlocking cannot be lost, and they do not wake into a held lock.
+        if wake_getters {
+            self.getters.notify_all();
+        }
+        if wake_putters {
+            self.putters.notify_all();
+        }
         self.run_garbage(handler, &dead);
-        self.zone.nudge();
+        self.zone.nudge_beyond(local);
         Ok(())
     }
 
@@ -552,6 +724,7 @@ impl ChannelCore {
     pub(crate) fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
+        lock(&self.inbox).closed = true;
         st.subscribers.close_all();
         self.getters.notify_all();
         self.putters.notify_all();
@@ -573,22 +746,29 @@ impl Detach for ChannelCore {
             c.task.remove_open(self.zone.id, t);
             dead.extend(st.retire_if_counted(t));
         }
-        if st.get_waiters > 0 {
-            self.getters.notify_all();
-        }
-        if !dead.is_empty() && st.put_waiters > 0 {
-            self.putters.notify_all();
-        }
+        self.uncount(dead.len());
+        // Getters of this connection must see it is gone; puts blocked here may have space.
+        let wake_getters = self.has_getters();
         let handler = st.garbage.clone();
         drop(st);
+        if wake_getters {
+            self.getters.notify_all();
+        }
         self.run_garbage(handler, &dead);
+        // A detach can raise the watermark anywhere, so a full pass, not a batch.
         self.zone.nudge();
     }
 }
 
 impl Collectable for ChannelCore {
     fn low_mark(&self, mut holds: Option<&mut Vec<Hold>>) -> Timestamp {
-        let st = self.lock();
+        let mut st = self.lock();
+        if holds.is_none() {
+            // A pass reads the terms now: consumes from here on are not in it, and count
+            // towards the next one.
+            st.consumed_since_pass = 0;
+            st.last_pass = Instant::now();
+        }
         let mut w = INFINITY;
         for c in &st.conns {
             if let Some(ts) = st.visible(c).next() {
@@ -611,7 +791,7 @@ impl Collectable for ChannelCore {
     }
 
     fn newest(&self) -> Timestamp {
-        self.lock().newest
+        lock(&self.inbox).newest
     }
 
     fn reclaim_below(&self, w: Timestamp) -> usize {
@@ -630,14 +810,18 @@ impl Collectable for ChannelCore {
         }
         let n = dead.len();
         st.stats.reclaimed += n as u64;
-        if n > 0 && st.put_waiters > 0 {
-            self.putters.notify_all();
-        }
-        if st.get_waiters > 0 {
-            self.getters.notify_all();
-        }
+        self.uncount(n);
+        let wake_putters = n > 0 && st.put_waiters > 0;
+        // `Exact` gets parked below the new floor are now gone.
+        let wake_getters = self.has_getters();
         let handler = st.garbage.clone();
         drop(st);
+        if wake_putters {
+            self.putters.notify_all();
+        }
+        if wake_getters {
+            self.getters.notify_all();
+        }
         if let Some(h) = handler {
             for (ts, slot) in &dead {
                 h(*ts, &slot.item);
@@ -731,7 +915,9 @@ impl Channel {
 
     /// Calls `f` with the timestamp of every item put from now on, on the putting thread.
     pub fn on_arrival(&self, f: impl Fn(Timestamp) + Send + Sync + 'static) -> SubscriptionId {
-        self.core.lock().subscribers.add_callback(Arc::new(f))
+        let mut st = self.core.lock();
+        lock(&self.core.inbox).slow = true;
+        st.subscribers.add_callback(Arc::new(f))
     }
 
     /// An async stream of the timestamps of items put from now on, buffering up to
@@ -750,6 +936,7 @@ impl Channel {
     /// ```
     pub fn arrivals(&self, capacity: usize) -> Arrivals {
         let mut st = self.core.lock();
+        lock(&self.core.inbox).slow = true;
         let (_, shared) = st.subscribers.add_stream(capacity);
         if st.closed {
             st.subscribers.close_all();
@@ -759,6 +946,9 @@ impl Channel {
 
     /// Cancels a subscription; returns whether it existed.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        self.core.lock().subscribers.remove(id)
+        let mut st = self.core.lock();
+        let removed = st.subscribers.remove(id);
+        lock(&self.core.inbox).slow = !st.subscribers.is_empty();
+        removed
     }
 }

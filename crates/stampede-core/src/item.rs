@@ -164,93 +164,141 @@ type DynValue = dyn Any + Send + Sync;
 /// A marshal hook supplied at run time (used by language bindings).
 pub type MarshalFn = Arc<dyn Fn(&DynValue) -> Bytes + Send + Sync>;
 
-enum Marshal {
-    Static(fn(&DynValue) -> Bytes),
-    Dynamic(MarshalFn),
+/// What every stored representation offers; one allocation per item.
+trait Stored: Send + Sync {
+    fn tag(&self) -> TypeTag;
+    fn native(&self) -> Option<&DynValue>;
+    fn wire_cell(&self) -> &OnceLock<Bytes>;
+    fn marshal(&self) -> Bytes;
 }
 
-struct Inner {
+struct Typed<T> {
     tag: TypeTag,
-    native: Option<(Box<DynValue>, Marshal)>,
+    value: T,
     wire: OnceLock<Bytes>,
+}
+
+impl<T: ItemType> Stored for Typed<T> {
+    fn tag(&self) -> TypeTag {
+        self.tag
+    }
+    fn native(&self) -> Option<&DynValue> {
+        Some(&self.value)
+    }
+    fn wire_cell(&self) -> &OnceLock<Bytes> {
+        &self.wire
+    }
+    fn marshal(&self) -> Bytes {
+        self.value.marshal()
+    }
+}
+
+struct Hooked {
+    tag: TypeTag,
+    value: Box<DynValue>,
+    marshal: MarshalFn,
+    wire: OnceLock<Bytes>,
+}
+
+impl Stored for Hooked {
+    fn tag(&self) -> TypeTag {
+        self.tag
+    }
+    fn native(&self) -> Option<&DynValue> {
+        Some(&*self.value)
+    }
+    fn wire_cell(&self) -> &OnceLock<Bytes> {
+        &self.wire
+    }
+    fn marshal(&self) -> Bytes {
+        (self.marshal)(&*self.value)
+    }
+}
+
+struct Wire {
+    tag: TypeTag,
+    wire: OnceLock<Bytes>,
+}
+
+impl Stored for Wire {
+    fn tag(&self) -> TypeTag {
+        self.tag
+    }
+    fn native(&self) -> Option<&DynValue> {
+        None
+    }
+    fn wire_cell(&self) -> &OnceLock<Bytes> {
+        &self.wire
+    }
+    fn marshal(&self) -> Bytes {
+        self.wire.get().cloned().unwrap_or_default()
+    }
 }
 
 /// An immutable, cheaply cloned, typed value stored in a container.
 #[derive(Clone)]
-pub struct Item(Arc<Inner>);
-
-fn marshal_static<T: ItemType>(v: &DynValue) -> Bytes {
-    v.downcast_ref::<T>()
-        .expect("item value has the type it was created with")
-        .marshal()
-}
+pub struct Item(Arc<dyn Stored>);
 
 impl Item {
     /// Wraps a value; nothing is marshalled until the item leaves its address space.
     pub fn new<T: ItemType>(value: T) -> Item {
-        Item(Arc::new(Inner {
+        Item(Arc::new(Typed {
             tag: TypeTag::of_name(T::TYPE_NAME),
-            native: Some((Box::new(value), Marshal::Static(marshal_static::<T>))),
+            value,
             wire: OnceLock::new(),
         }))
     }
 
     /// Wraps a value with a marshal hook given at run time.
     pub fn with_hook(tag: TypeTag, value: Box<DynValue>, marshal: MarshalFn) -> Item {
-        Item(Arc::new(Inner {
+        Item(Arc::new(Hooked {
             tag,
-            native: Some((value, Marshal::Dynamic(marshal))),
+            value,
+            marshal,
             wire: OnceLock::new(),
         }))
     }
 
     /// An item that arrived as wire bytes from another address space.
     pub fn from_wire(tag: TypeTag, wire: Bytes) -> Item {
-        let cell = OnceLock::new();
-        let _ = cell.set(wire);
-        Item(Arc::new(Inner {
+        Item(Arc::new(Wire {
             tag,
-            native: None,
-            wire: cell,
+            wire: OnceLock::from(wire),
         }))
     }
 
     /// The item's type tag.
     pub fn tag(&self) -> TypeTag {
-        self.0.tag
+        self.0.tag()
     }
 
     /// The value, if the item holds a native `T` (it was created in this address space).
     pub fn get<T: ItemType>(&self) -> Option<&T> {
-        self.0.native.as_ref()?.0.downcast_ref::<T>()
+        self.0.native()?.downcast_ref::<T>()
     }
 
     /// The native value as `Any`, whatever its type.
     pub fn native(&self) -> Option<&DynValue> {
-        self.0.native.as_ref().map(|(v, _)| &**v)
+        self.0.native()
     }
 
     /// The wire form, marshalled on first use and cached for the item's lifetime.
     pub fn wire(&self) -> &Bytes {
-        self.0.wire.get_or_init(|| match &self.0.native {
-            Some((v, Marshal::Static(f))) => f(&**v),
-            Some((v, Marshal::Dynamic(f))) => f(&**v),
-            None => Bytes::new(),
-        })
+        self.0.wire_cell().get_or_init(|| self.0.marshal())
     }
 
     /// Whether the wire form exists yet.
     pub fn is_marshalled(&self) -> bool {
-        self.0.wire.get().is_some()
+        self.0.wire_cell().get().is_some()
     }
 
     /// Rebuilds a `T` from the wire form (marshalling first if needed).
     pub fn decode<T: ItemType>(&self) -> Result<T, MarshalError> {
         let expected = TypeTag::of_name(T::TYPE_NAME);
-        if self.0.tag != expected {
+        if self.tag() != expected {
             return Err(MarshalError::WrongType {
                 expected,
-                found: self.0.tag,
+                found: self.tag(),
             });
         }
         T::unmarshal(self.wire().clone())
@@ -258,7 +306,7 @@ impl Item {
 
     /// Raw bytes of a [`TypeTag::BYTES`] item, without copying.
     pub fn as_bytes(&self) -> Option<&Bytes> {
-        if self.0.tag != TypeTag::BYTES {
+        if self.tag() != TypeTag::BYTES {
             return None;
         }
         Some(self.get::<Bytes>().unwrap_or_else(|| self.wire()))
@@ -266,7 +314,7 @@ impl Item {
 
     /// Text of a [`TypeTag::UTF8`] item.
     pub fn as_str(&self) -> Option<&str> {
-        if self.0.tag != TypeTag::UTF8 {
+        if self.tag() != TypeTag::UTF8 {
             return None;
         }
         match self.get::<String>() {
@@ -284,7 +332,7 @@ impl Item {
 impl fmt::Debug for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Item")
-            .field("tag", &self.0.tag)
+            .field("tag", &self.tag())
             .field("marshalled", &self.is_marshalled())
             .finish()
     }

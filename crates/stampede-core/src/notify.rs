@@ -50,6 +50,10 @@ enum PendingSink {
 }
 
 impl Subscribers {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+
     pub(crate) fn add_callback(&mut self, f: Callback) -> SubscriptionId {
         let id = SubscriptionId(self.next);
         self.next += 1;

@@ -304,18 +304,12 @@ impl Detach for QueueCore {
             .filter(|(_, (c, _, _))| *c == conn)
             .map(|(t, _)| *t)
             .collect();
-        let mut back: Vec<Entry> = mine
-            .into_iter()
-            .map(|t| {
-                let (_, task, e) = st.held.remove(&t).expect("listed");
-                task.remove_open(self.zone.id, e.ts);
-                e
-            })
-            .collect();
+        st.stats.redelivered += mine.len() as u64;
         // Waiting items stay in ticket (original FIFO) order: redelivered items go back to
         // where they were.
-        st.stats.redelivered += back.len() as u64;
-        for e in back.drain(..) {
+        for t in mine {
+            let (_, task, e) = st.held.remove(&t).expect("listed");
+            task.remove_open(self.zone.id, e.ts);
             let at = st.waiting.partition_point(|w| w.ticket < e.ticket);
             st.waiting.insert(at, e);
         }

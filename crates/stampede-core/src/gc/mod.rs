@@ -326,7 +326,13 @@ impl Zone {
 
     /// Runs a pass if a put is waiting for space that a raised term may free.
     pub(crate) fn nudge(&self) {
-        if self.blocked_putters.load(Ordering::Acquire) > 0 {
+        self.nudge_beyond(0);
+    }
+
+    /// Runs a pass if more than `woken` puts are waiting: the caller woke `woken` of them,
+    /// which run their own pass.
+    pub(crate) fn nudge_beyond(&self, woken: usize) {
+        if self.blocked_putters.load(Ordering::SeqCst) > woken {
             self.collect();
         }
     }
