@@ -9,9 +9,9 @@ use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
 use crate::notify::{Arrivals, Subscribers, SubscriptionId};
-use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
-use crate::time::{Timestamp, INFINITY};
+use crate::time::{Timestamp, ZoneId, INFINITY};
 
 /// Which item a channel get asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,17 +58,39 @@ struct Slot {
     /// Reclaim after this many connections consumed the item.
     refcount: Option<u32>,
     consumed_by: u32,
+    /// Per input connection (by its bit): consumed on it.
+    consumed: u64,
+    /// Per input connection (by its bit): open on it.
+    open: u64,
 }
+
+impl Slot {
+    fn new(item: Item, refcount: Option<u32>, consumed: u64) -> Slot {
+        Slot {
+            item,
+            refcount,
+            consumed_by: consumed.count_ones(),
+            consumed,
+            open: 0,
+        }
+    }
+}
+
+/// Input connections per channel: each owns one bit of the per-item state words.
+pub(crate) const MAX_INPUTS: usize = 64;
 
 struct InConn {
     id: ConnId,
+    /// This connection's bit in `Slot::consumed` and `Slot::open`.
+    bit: u64,
     task: Arc<TaskInner>,
     /// Every timestamp below this is consumed, including items that arrive later.
     consumed_below: Timestamp,
-    /// Individually consumed timestamps at or above `consumed_below`.
-    consumed: BTreeSet<Timestamp>,
-    /// Gotten and not yet consumed.
-    open: BTreeSet<Timestamp>,
+    /// Timestamps at or above `consumed_below` consumed while no item had them; an item
+    /// arriving with one starts consumed.
+    absent: BTreeSet<Timestamp>,
+    /// Gotten and not yet consumed (few: usually zero or one).
+    open: Vec<Timestamp>,
     last_get: Option<Timestamp>,
     /// The newest item a `NewestUnseen` get returned: items below it were already counted as
     /// skipped or seen.
@@ -76,8 +98,12 @@ struct InConn {
 }
 
 impl InConn {
-    fn is_consumed(&self, ts: Timestamp) -> bool {
-        ts < self.consumed_below || self.consumed.contains(&ts)
+    fn is_consumed(&self, ts: Timestamp, slot: Option<&Slot>) -> bool {
+        ts < self.consumed_below
+            || match slot {
+                Some(s) => s.consumed & self.bit != 0,
+                None => self.absent.contains(&ts),
+            }
     }
 }
 
@@ -86,6 +112,8 @@ struct State {
     /// Timestamps reclaimed early by reference count: they may not be put again.
     retired: BTreeSet<Timestamp>,
     conns: Vec<InConn>,
+    /// Bits not owned by any input connection.
+    free_bits: u64,
     /// Everything below has been reclaimed.
     floor: Timestamp,
     closed: bool,
@@ -110,10 +138,11 @@ impl State {
     }
 
     fn visible<'a>(&'a self, c: &'a InConn) -> impl DoubleEndedIterator<Item = Timestamp> + 'a {
+        let bit = c.bit;
         self.items
             .range(c.consumed_below..)
+            .filter(move |(_, s)| s.consumed & bit == 0)
             .map(|(ts, _)| *ts)
-            .filter(move |ts| !c.consumed.contains(ts))
     }
 
     fn visible_from<'a>(
@@ -121,10 +150,11 @@ impl State {
         c: &'a InConn,
         from: Timestamp,
     ) -> impl Iterator<Item = Timestamp> + 'a {
+        let bit = c.bit;
         self.items
             .range(from.max(c.consumed_below)..)
+            .filter(move |(_, s)| s.consumed & bit == 0)
             .map(|(ts, _)| *ts)
-            .filter(move |ts| !c.consumed.contains(ts))
     }
 
     fn neighbors(&self, c: &InConn, at: Timestamp) -> Neighbors {
@@ -134,19 +164,47 @@ impl State {
         }
     }
 
+    /// The consumed bits an item arriving at `ts` starts with.
+    fn arriving(&mut self, ts: Timestamp) -> u64 {
+        let mut bits = 0;
+        for c in &mut self.conns {
+            if ts < c.consumed_below || (!c.absent.is_empty() && c.absent.remove(&ts)) {
+                bits |= c.bit;
+            }
+        }
+        bits
+    }
+
+    /// Closes `ts` if it is open on connection `ci`.
+    fn close_open(&mut self, ci: usize, ts: Timestamp, zone: ZoneId) {
+        let c = &mut self.conns[ci];
+        if let Some(i) = c.open.iter().position(|&t| t == ts) {
+            c.open.swap_remove(i);
+            c.task.remove_open(zone, ts);
+            if let Some(s) = self.items.get_mut(&ts) {
+                s.open &= !c.bit;
+            }
+        }
+    }
+
     /// Marks `ts` consumed on connection `ci`; returns an item reclaimed by its count.
     fn mark_consumed(&mut self, ci: usize, ts: Timestamp) -> Option<(Timestamp, Item)> {
         let c = &mut self.conns[ci];
-        if c.is_consumed(ts) {
+        if ts < c.consumed_below {
             return None;
         }
-        c.consumed.insert(ts);
-        self.count_consume(ts)
-    }
-
-    fn count_consume(&mut self, ts: Timestamp) -> Option<(Timestamp, Item)> {
-        self.items.get_mut(&ts)?.consumed_by += 1;
-        self.retire_if_counted(ts)
+        match self.items.get_mut(&ts) {
+            Some(s) if s.consumed & c.bit == 0 => {
+                s.consumed |= c.bit;
+                s.consumed_by += 1;
+                self.retire_if_counted(ts)
+            }
+            Some(_) => None,
+            None => {
+                c.absent.insert(ts);
+                None
+            }
+        }
     }
 
     /// Reclaims the item at `ts` if its reference count is reached and no connection still
@@ -154,9 +212,7 @@ impl State {
     /// watermark until it is consumed.
     fn retire_if_counted(&mut self, ts: Timestamp) -> Option<(Timestamp, Item)> {
         let slot = self.items.get(&ts)?;
-        if !slot.refcount.is_some_and(|n| slot.consumed_by >= n)
-            || self.conns.iter().any(|c| c.open.contains(&ts))
-        {
+        if !slot.refcount.is_some_and(|n| slot.consumed_by >= n) || slot.open != 0 {
             return None;
         }
         let slot = self.items.remove(&ts).expect("present");
@@ -181,8 +237,6 @@ struct Inbox {
     closed: bool,
     /// Puts must take the state lock (arrival subscribers need calling).
     slow: bool,
-    /// Gets parked on `getters`; registered under both locks.
-    get_waiters: usize,
 }
 
 pub(crate) struct ChannelCore {
@@ -192,6 +246,11 @@ pub(crate) struct ChannelCore {
     pub(crate) zone: Arc<Zone>,
     state: Mutex<State>,
     inbox: Mutex<Inbox>,
+    /// Whether the inbox may hold items: lets a merge skip the inbox lock.
+    pending: AtomicBool,
+    /// Gets parked on `getters`; changed only under both locks, so a reader holding either
+    /// lock sees every parked getter.
+    get_waiters: AtomicUsize,
     getters: Condvar,
     putters: Condvar,
 }
@@ -253,6 +312,7 @@ impl ChannelCore {
                 items: BTreeMap::new(),
                 retired: BTreeSet::new(),
                 conns: Vec::new(),
+                free_bits: u64::MAX,
                 floor: Timestamp::MIN,
                 closed: false,
                 consumed_since_pass: 0,
@@ -270,8 +330,9 @@ impl ChannelCore {
                 newest: Timestamp::MIN,
                 closed: false,
                 slow: false,
-                get_waiters: 0,
             }),
+            pending: AtomicBool::new(false),
+            get_waiters: AtomicUsize::new(0),
             getters: Condvar::new(),
             putters: Condvar::new(),
         }
@@ -285,8 +346,13 @@ impl ChannelCore {
     }
 
     fn merge(&self, st: &mut State) {
+        // A put racing with this check is simply ordered after the caller's operation.
+        if !self.pending.load(Ordering::SeqCst) {
+            return;
+        }
         let mut batch = {
             let mut ib = lock(&self.inbox);
+            self.pending.store(false, Ordering::SeqCst);
             if ib.pending.is_empty() {
                 return;
             }
@@ -294,15 +360,8 @@ impl ChannelCore {
         };
         st.stats.puts += batch.len() as u64;
         for (ts, item) in batch.drain(..) {
-            // Without a reference count nobody reads `consumed_by`.
-            st.items.insert(
-                ts,
-                Slot {
-                    item,
-                    refcount: None,
-                    consumed_by: 0,
-                },
-            );
+            let consumed = st.arriving(ts);
+            st.items.insert(ts, Slot::new(item, None, consumed));
         }
         st.spare = batch;
     }
@@ -352,22 +411,25 @@ impl ChannelCore {
             self.zone.floor()
         };
         let mut st = self.lock();
-        let below: Vec<Timestamp> = st.items.range(..vis).map(|(t, _)| *t).collect();
+        if st.free_bits == 0 {
+            return Err(StmError::TooManyConnections(MAX_INPUTS));
+        }
+        let bit = st.free_bits & st.free_bits.wrapping_neg();
+        st.free_bits &= !bit;
+        // Not a consume for reference counts: this connection could never have read them.
+        for (_, slot) in st.items.range_mut(..vis) {
+            slot.consumed |= bit;
+        }
         st.conns.push(InConn {
             id,
+            bit,
             task: task.clone(),
             consumed_below: Timestamp::MIN,
-            consumed: BTreeSet::new(),
-            open: BTreeSet::new(),
+            absent: BTreeSet::new(),
+            open: Vec::new(),
             last_get: None,
             skip_mark: None,
         });
-        // Not a consume for reference counts: this connection could never have read them.
-        st.conns
-            .last_mut()
-            .expect("just pushed")
-            .consumed
-            .extend(below);
         drop(st);
         drop(cut);
         Ok(())
@@ -413,7 +475,8 @@ impl ChannelCore {
                     ib.newest = ts;
                     ib.count += 1;
                     ib.pending.push((ts, item.clone()));
-                    let wake = ib.get_waiters > 0;
+                    self.pending.store(true, Ordering::SeqCst);
+                    let wake = self.get_waiters.load(Ordering::Relaxed) > 0;
                     drop(ib);
                     drop(cut);
                     if wake {
@@ -488,26 +551,20 @@ impl ChannelCore {
                 st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
                 continue;
             }
-            let consumed_by = st.conns.iter().filter(|c| c.is_consumed(ts)).count() as u32;
+            let consumed = st.arriving(ts);
             ib.newest = ib.newest.max(ts);
             let mut dead = None;
-            if refcount.is_some_and(|n| consumed_by >= n) {
+            if refcount.is_some_and(|n| consumed.count_ones() >= n) {
                 st.retired.insert(ts);
                 st.stats.reclaimed += 1;
                 dead = Some((ts, item.clone()));
             } else {
                 ib.count += 1;
-                st.items.insert(
-                    ts,
-                    Slot {
-                        item: item.clone(),
-                        refcount,
-                        consumed_by,
-                    },
-                );
+                st.items
+                    .insert(ts, Slot::new(item.clone(), refcount, consumed));
             }
             st.stats.puts += 1;
-            let wake = ib.get_waiters > 0;
+            let wake = self.get_waiters.load(Ordering::Relaxed) > 0;
             drop(ib);
             let pending = st.subscribers.pending();
             let handler = st.garbage.clone();
@@ -547,7 +604,11 @@ impl ChannelCore {
             let c = &st.conns[ci];
             let found = match sel {
                 Selector::Exact(t) => {
-                    if t == INFINITY || t < floor || c.is_consumed(t) || st.retired.contains(&t) {
+                    if t == INFINITY
+                        || t < floor
+                        || c.is_consumed(t, st.items.get(&t))
+                        || st.retired.contains(&t)
+                    {
                         return Err(GetError::Gone(t));
                     }
                     st.items.contains_key(&t).then_some(t)
@@ -569,13 +630,17 @@ impl ChannelCore {
                 } else {
                     0
                 };
-                let item = st.items[&ts].item.clone();
-                let c = &mut st.conns[ci];
+                let State { items, conns, .. } = &mut *st;
+                let c = &mut conns[ci];
+                let slot = items.get_mut(&ts).expect("selected from the items");
+                let item = slot.item.clone();
                 c.last_get = Some(ts);
                 if sel == Selector::NewestUnseen {
                     c.skip_mark = c.skip_mark.max(Some(ts));
                 }
-                if c.open.insert(ts) {
+                if slot.open & c.bit == 0 {
+                    slot.open |= c.bit;
+                    c.open.push(ts);
                     c.task.add_open(self.zone.id, ts);
                 }
                 st.stats.gets += 1;
@@ -605,13 +670,13 @@ impl ChannelCore {
                 continue;
             }
             {
-                let mut ib = lock(&self.inbox);
+                let ib = lock(&self.inbox);
                 if !ib.pending.is_empty() {
                     drop(ib);
                     self.merge(&mut st);
                     continue;
                 }
-                ib.get_waiters += 1;
+                self.get_waiters.fetch_add(1, Ordering::Relaxed);
             }
             // A put blocked here waits for consumes to free space; this getter is about to
             // stop consuming, so let the put run its pass now.
@@ -621,13 +686,17 @@ impl ChannelCore {
             }
             let (g, _) = wait(&self.getters, st, deadline);
             st = g;
-            lock(&self.inbox).get_waiters -= 1;
+            {
+                let _ib = lock(&self.inbox);
+                self.get_waiters.fetch_sub(1, Ordering::Relaxed);
+            }
             self.merge(&mut st);
         }
     }
 
+    /// Whether a get is parked; call with the state lock held.
     fn has_getters(&self) -> bool {
-        lock(&self.inbox).get_waiters > 0
+        self.get_waiters.load(Ordering::Relaxed) > 0
     }
 
     pub(crate) fn consume(&self, conn: ConnId, ts: Timestamp) -> Result<(), StmError> {
@@ -644,37 +713,31 @@ impl ChannelCore {
         let mut dead = Vec::new();
         let mut newly = 1;
         if until {
-            let c = &mut st.conns[ci];
+            let c = &st.conns[ci];
             let below = ts.saturating_add(1).max(c.consumed_below);
-            let closing: Vec<Timestamp> = c.open.range(..below).copied().collect();
-            for &t in &closing {
-                c.open.remove(&t);
-                c.task.remove_open(self.zone.id, t);
-            }
             let from = c.consumed_below;
-            let counted: Vec<Timestamp> = st
-                .items
-                .range(from..below)
-                .map(|(t, _)| *t)
-                .filter(|t| !st.conns[ci].consumed.contains(t))
-                .collect();
-            let c = &mut st.conns[ci];
-            c.consumed_below = below;
-            c.consumed = c.consumed.split_off(&below);
-            newly = counted.len();
-            for &t in &counted {
-                dead.extend(st.count_consume(t));
-            }
+            let closing: Vec<Timestamp> = c.open.iter().copied().filter(|&t| t < below).collect();
             for t in closing {
-                if !counted.contains(&t) {
-                    dead.extend(st.retire_if_counted(t));
+                st.close_open(ci, t, self.zone.id);
+            }
+            let bit = st.conns[ci].bit;
+            let mut counted = Vec::new();
+            for (&t, slot) in st.items.range_mut(from..below) {
+                if slot.consumed & bit == 0 {
+                    slot.consumed |= bit;
+                    slot.consumed_by += 1;
+                    counted.push(t);
                 }
             }
-        } else {
             let c = &mut st.conns[ci];
-            if c.open.remove(&ts) {
-                c.task.remove_open(self.zone.id, ts);
+            c.consumed_below = below;
+            c.absent = c.absent.split_off(&below);
+            newly = counted.len();
+            for t in counted {
+                dead.extend(st.retire_if_counted(t));
             }
+        } else {
+            st.close_open(ci, ts, self.zone.id);
             match st.mark_consumed(ci, ts) {
                 Some(d) => dead.push(d),
                 None => dead.extend(st.retire_if_counted(ts)),
@@ -741,6 +804,11 @@ impl Detach for ChannelCore {
         let mut st = self.lock();
         let Ok(ci) = st.conn(conn) else { return };
         let c = st.conns.swap_remove(ci);
+        st.free_bits |= c.bit;
+        for slot in st.items.values_mut() {
+            slot.consumed &= !c.bit;
+            slot.open &= !c.bit;
+        }
         let mut dead = Vec::new();
         for &t in &c.open {
             c.task.remove_open(self.zone.id, t);
@@ -804,8 +872,8 @@ impl Collectable for ChannelCore {
         let dead = std::mem::replace(&mut st.items, keep);
         st.retired = st.retired.split_off(&w);
         for c in &mut st.conns {
-            if c.consumed.first().is_some_and(|&t| t < w) {
-                c.consumed = c.consumed.split_off(&w);
+            if c.absent.first().is_some_and(|&t| t < w) {
+                c.absent = c.absent.split_off(&w);
             }
         }
         let n = dead.len();

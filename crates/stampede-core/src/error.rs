@@ -169,6 +169,8 @@ pub enum StmError {
     Closed,
     /// A container with this name is already registered.
     NameTaken(String),
+    /// A channel accepts at most this many input connections.
+    TooManyConnections(usize),
     /// A zero reference count or other invalid argument.
     InvalidArgument(&'static str),
 }
@@ -194,6 +196,9 @@ impl fmt::Display for StmError {
             StmError::UnknownTicket(t) => write!(f, "no item with ticket {t} is held here"),
             StmError::Closed => f.write_str("container is closed"),
             StmError::NameTaken(n) => write!(f, "name {n:?} is already registered"),
+            StmError::TooManyConnections(n) => {
+                write!(f, "a channel accepts at most {n} input connections")
+            }
             StmError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
         }
     }

@@ -1,6 +1,5 @@
 //! Tasks and their virtual time.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -34,8 +33,8 @@ struct PendingPut {
 struct TaskState {
     vt: Timestamp,
     /// Timestamps of channel items open on the task's input connections and of queue items
-    /// it holds, with multiplicity.
-    open: BTreeMap<Timestamp, u32>,
+    /// it holds, with multiplicity (few: a task holds what it is working on).
+    open: Vec<Timestamp>,
     /// Puts waiting for space.
     pending: Vec<PendingPut>,
     conns: Vec<(Weak<dyn Detach>, ConnId)>,
@@ -43,7 +42,7 @@ struct TaskState {
 
 impl TaskState {
     fn visibility(&self) -> Timestamp {
-        let open = self.open.keys().next().copied().unwrap_or(INFINITY);
+        let open = self.open.iter().copied().min().unwrap_or(INFINITY);
         let pending = self.pending.iter().map(|p| p.ts).min().unwrap_or(INFINITY);
         self.vt.min(open).min(pending)
     }
@@ -88,7 +87,7 @@ impl TaskInner {
             return;
         }
         let mut st = lock(&self.state);
-        *st.open.entry(ts).or_insert(0) += 1;
+        st.open.push(ts);
         self.store_visibility(&st);
     }
 
@@ -97,11 +96,8 @@ impl TaskInner {
             return;
         }
         let mut st = lock(&self.state);
-        if let Some(n) = st.open.get_mut(&ts) {
-            *n -= 1;
-            if *n == 0 {
-                st.open.remove(&ts);
-            }
+        if let Some(i) = st.open.iter().position(|&t| t == ts) {
+            st.open.swap_remove(i);
         }
         self.store_visibility(&st);
     }
@@ -423,7 +419,7 @@ impl<'a> TaskBuilder<'a> {
             visibility: AtomicI64::new(self.vt),
             state: Mutex::new(TaskState {
                 vt: self.vt,
-                open: BTreeMap::new(),
+                open: Vec::new(),
                 pending: Vec::new(),
                 conns: Vec::new(),
             }),
