@@ -70,8 +70,13 @@
 //!   connection detaches (or its task exits) its held items go back among the waiting items
 //!   in their original (ticket) order, for another getter.
 //! - **Bounded channels** never store more than their capacity. A put that finds a channel
-//!   full runs a collection pass and then waits; while it waits its timestamp holds the
-//!   watermark, and every consume, virtual-time raise, detach or task exit runs a pass.
+//!   full waits, and while it waits its timestamp holds the watermark. It runs collection
+//!   passes itself: at once unless a pass looked at the channel within the last 2 ms, after
+//!   every batch of consumes on the channel (a sixteenth of its capacity), when a getter of
+//!   the channel is about to park, and at least every 2 ms. Virtual-time raises, detaches,
+//!   task exits and consumes on other channels run a pass for it.
+//! - **Input connections:** a channel accepts up to 64 at a time
+//!   ([`StmError::TooManyConnections`]); detaching frees a place.
 //! - **Registers** are outside garbage collection; a new reader's first read returns the
 //!   current value if there is one.
 //! - **Close** makes puts fail with `Closed`; gets return what is still visible and then

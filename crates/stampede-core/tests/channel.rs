@@ -808,3 +808,116 @@ fn task_exit_fails_a_blocked_put_at_once() {
         assert_eq!(result.unwrap_err().kind(), PutErrorKind::Detached);
     });
 }
+
+#[test]
+fn containers_have_unique_ids_and_share_one_name_space() {
+    use stampede_core::Named;
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default().name("c")).unwrap();
+    let q = rt.queue(ContainerOptions::default().name("q")).unwrap();
+    let reg = rt.register(ContainerOptions::default().name("r")).unwrap();
+    let anonymous = rt.channel(ContainerOptions::default()).unwrap();
+    let ids = [ch.id(), q.id(), reg.id(), anonymous.id()];
+    for (i, a) in ids.iter().enumerate() {
+        assert!(!ids[i + 1..].contains(a), "container ids repeat: {ids:?}");
+    }
+    assert_eq!(anonymous.name(), None);
+    assert_eq!(q.name(), Some("q"));
+    assert!(matches!(rt.lookup("q"), Some(Named::Queue(found)) if found.id() == q.id()));
+    assert!(matches!(rt.lookup("c"), Some(Named::Channel(found)) if found.id() == ch.id()));
+    assert!(matches!(rt.lookup("r"), Some(Named::Register(found)) if found.id() == reg.id()));
+    // A queue is not a channel, and every kind of container shares one name space.
+    assert!(rt.lookup_channel("q").is_none());
+    assert_eq!(
+        rt.queue(ContainerOptions::default().name("c")).unwrap_err(),
+        StmError::NameTaken("c".into())
+    );
+    assert_eq!(rt.names(), vec!["c", "q", "r"]);
+}
+
+/// The slot of a full bounded channel is held only by a reader's unconsumed item; with no
+/// background collector, the reader going away must run the pass that lets the put in.
+#[test]
+fn blocked_put_completes_when_the_holding_reader_detaches() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(0, "0").unwrap();
+    p.set_virtual_time(1).unwrap();
+    thread::scope(|s| {
+        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
+        pending_put(&rt, ZoneId::DEFAULT);
+        input.detach();
+        putter.join().unwrap().unwrap();
+    });
+    assert_eq!(ch.timestamps(), vec![1]);
+}
+
+/// Here a task without connections holds the watermark by its virtual time: its exit must
+/// run the pass.
+#[test]
+fn blocked_put_completes_when_the_holding_task_exits() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let slow = rt.task(0).unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(0, "0").unwrap();
+    p.set_virtual_time(1).unwrap();
+    thread::scope(|s| {
+        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
+        pending_put(&rt, ZoneId::DEFAULT);
+        slow.exit();
+        putter.join().unwrap().unwrap();
+    });
+    assert_eq!(ch.timestamps(), vec![1]);
+}
+
+/// The producer stays at virtual time 0, so the watermark frees nothing: only the item's
+/// reference count can make room, and reaching it must wake the blocked put.
+#[test]
+fn blocked_put_completes_when_a_counted_item_is_consumed() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put_with(0, "0", PutOptions::default().consumers(1))
+        .unwrap();
+    thread::scope(|s| {
+        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
+        pending_put(&rt, ZoneId::DEFAULT);
+        input.get(Selector::Exact(0)).unwrap();
+        input.consume(0).unwrap();
+        putter.join().unwrap().unwrap();
+    });
+    assert_eq!(ch.timestamps(), vec![1]);
+}
+
+#[test]
+fn a_channel_accepts_64_input_connections_and_reuses_freed_places() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let producer = rt.task(0).unwrap();
+    let out = producer.attach_output(&ch).unwrap();
+    let readers = rt.task(0).unwrap();
+    let mut inputs: Vec<_> = (0..64)
+        .map(|_| readers.attach_input(&ch).unwrap())
+        .collect();
+    assert_eq!(
+        readers.attach_input(&ch).unwrap_err(),
+        StmError::TooManyConnections(64)
+    );
+    // A freed place starts clean: the new connection sees nothing consumed by the old one.
+    out.put(0, "x").unwrap();
+    inputs[5].get(Selector::Exact(0)).unwrap();
+    inputs[5].consume(0).unwrap();
+    drop(inputs.remove(5));
+    let fresh = readers.attach_input(&ch).unwrap();
+    assert_eq!(fresh.try_get(Selector::Oldest).unwrap().0, 0);
+    assert_eq!(inputs[0].try_get(Selector::Oldest).unwrap().0, 0);
+}
