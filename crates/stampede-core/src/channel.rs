@@ -187,23 +187,30 @@ impl State {
         }
     }
 
-    /// Marks `ts` consumed on connection `ci`; returns an item reclaimed by its count.
-    fn mark_consumed(&mut self, ci: usize, ts: Timestamp) -> Option<(Timestamp, Item)> {
+    /// `consume(ts)` on connection `ci`: closes the item if open, marks it consumed, and
+    /// returns it if that reclaims it by its count. One lookup on the common path.
+    fn consume_one(&mut self, ci: usize, ts: Timestamp, zone: ZoneId) -> Option<(Timestamp, Item)> {
         let c = &mut self.conns[ci];
+        if let Some(i) = c.open.iter().position(|&t| t == ts) {
+            c.open.swap_remove(i);
+            c.task.remove_open(zone, ts);
+        }
         if ts < c.consumed_below {
             return None;
         }
-        match self.items.get_mut(&ts) {
-            Some(s) if s.consumed & c.bit == 0 => {
-                s.consumed |= c.bit;
-                s.consumed_by += 1;
-                self.retire_if_counted(ts)
-            }
-            Some(_) => None,
-            None => {
-                c.absent.insert(ts);
-                None
-            }
+        let Some(s) = self.items.get_mut(&ts) else {
+            c.absent.insert(ts);
+            return None;
+        };
+        s.open &= !c.bit;
+        if s.consumed & c.bit == 0 {
+            s.consumed |= c.bit;
+            s.consumed_by += 1;
+        }
+        if s.refcount.is_some() {
+            self.retire_if_counted(ts)
+        } else {
+            None
         }
     }
 
@@ -597,8 +604,17 @@ impl ChannelCore {
     ) -> Result<(Timestamp, Item), GetError> {
         let (may_wait, deadline) = wait_mode.deadline();
         let mut round = 0;
-        let mut st = self.lock();
+        // Items in the inbox are newer than every stored one, so `Exact`, `Oldest` and
+        // `NextUnseen` need them only when the stored items do not answer; leaving them there
+        // keeps the producer's cache lines out of the common path.
+        let newest_first = matches!(sel, Selector::Newest | Selector::NewestUnseen);
+        let mut st = lock(&self.state);
+        let mut merged = false;
         loop {
+            if newest_first && !merged {
+                self.merge(&mut st);
+                merged = true;
+            }
             let ci = st.conn(conn).map_err(|()| GetError::Detached)?;
             let floor = st.floor.max(self.zone.floor());
             let c = &st.conns[ci];
@@ -647,6 +663,11 @@ impl ChannelCore {
                 st.stats.skipped += skipped;
                 return Ok((ts, item));
             }
+            if !merged {
+                self.merge(&mut st);
+                merged = true;
+                continue;
+            }
             let at = match sel {
                 Selector::Exact(t) => t,
                 Selector::NextUnseen => c.last_get.unwrap_or(Timestamp::MIN),
@@ -666,7 +687,8 @@ impl ChannelCore {
                 drop(st);
                 spin(round);
                 round += 1;
-                st = self.lock();
+                st = lock(&self.state);
+                merged = false;
                 continue;
             }
             {
@@ -690,7 +712,7 @@ impl ChannelCore {
                 let _ib = lock(&self.inbox);
                 self.get_waiters.fetch_sub(1, Ordering::Relaxed);
             }
-            self.merge(&mut st);
+            merged = false;
         }
     }
 
@@ -708,7 +730,9 @@ impl ChannelCore {
     }
 
     fn consume_range(&self, conn: ConnId, ts: Timestamp, until: bool) -> Result<(), StmError> {
-        let mut st = self.lock();
+        // No merge: an item still in the inbox that this consumes starts consumed when it
+        // arrives (`State::arriving`), and inbox items carry no reference count.
+        let mut st = lock(&self.state);
         let ci = st.conn(conn).map_err(|()| StmError::Detached)?;
         let mut dead = Vec::new();
         let mut newly = 1;
@@ -737,11 +761,7 @@ impl ChannelCore {
                 dead.extend(st.retire_if_counted(t));
             }
         } else {
-            st.close_open(ci, ts, self.zone.id);
-            match st.mark_consumed(ci, ts) {
-                Some(d) => dead.push(d),
-                None => dead.extend(st.retire_if_counted(ts)),
-            }
+            dead.extend(st.consume_one(ci, ts, self.zone.id));
         }
         self.uncount(dead.len());
         // An `Exact` get parked on this connection may now be gone.
@@ -801,7 +821,9 @@ impl Detach for ChannelCore {
     }
 
     fn detach(&self, conn: ConnId, _task: &TaskInner) {
-        let mut st = self.lock();
+        // No merge: inbox items take their state from the connections present when they
+        // arrive.
+        let mut st = lock(&self.state);
         let Ok(ci) = st.conn(conn) else { return };
         let c = st.conns.swap_remove(ci);
         st.free_bits |= c.bit;

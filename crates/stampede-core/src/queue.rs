@@ -1,6 +1,6 @@
 //! Queues: FIFO regardless of timestamp, each item delivered to exactly one getter.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -53,7 +53,7 @@ struct Entry {
 
 struct State {
     waiting: VecDeque<Entry>,
-    held: HashMap<u64, (ConnId, Arc<TaskInner>, Entry)>,
+    held: BTreeMap<u64, (ConnId, Arc<TaskInner>, Entry)>,
     /// Timestamps of all unconsumed items (waiting or held), with multiplicity.
     unconsumed: BTreeMap<Timestamp, u32>,
     conns: Vec<ConnId>,
@@ -92,7 +92,7 @@ impl QueueCore {
             zone,
             state: Mutex::new(State {
                 waiting: VecDeque::new(),
-                held: HashMap::new(),
+                held: BTreeMap::new(),
                 unconsumed: BTreeMap::new(),
                 conns: Vec::new(),
                 next_ticket: 1,

@@ -1,6 +1,6 @@
 //! The in-process runtime: zones, names, ids and the background collector.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -32,7 +32,7 @@ impl NamedWeak {
 }
 
 pub(crate) struct RtInner {
-    zones: Mutex<HashMap<ZoneId, Arc<Zone>>>,
+    zones: Mutex<BTreeMap<ZoneId, Arc<Zone>>>,
     names: Mutex<HashMap<String, NamedWeak>>,
     next_id: AtomicU64,
     #[cfg(not(loom))]
@@ -118,7 +118,7 @@ impl RuntimeBuilder {
     /// Starts the runtime.
     pub fn build(self) -> Runtime {
         let inner = Arc::new(RtInner {
-            zones: Mutex::new(HashMap::new()),
+            zones: Mutex::new(BTreeMap::new()),
             names: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             #[cfg(not(loom))]

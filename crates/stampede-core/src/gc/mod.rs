@@ -29,7 +29,7 @@
 //! operations raise visibility before they raise the container term (consume), and lower the
 //! container term before they lower visibility (get).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
@@ -205,7 +205,7 @@ pub struct GcStats {
 
 #[derive(Default)]
 struct Members {
-    tasks: HashMap<TaskId, Arc<TaskInner>>,
+    tasks: BTreeMap<TaskId, Arc<TaskInner>>,
     containers: Vec<Weak<dyn Collectable>>,
 }
 
