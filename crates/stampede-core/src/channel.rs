@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crossbeam_utils::CachePadded;
+
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
@@ -251,8 +253,9 @@ pub(crate) struct ChannelCore {
     pub(crate) name: Option<String>,
     capacity: Option<usize>,
     pub(crate) zone: Arc<Zone>,
-    state: Mutex<State>,
-    inbox: Mutex<Inbox>,
+    // The consumer side works on `state`, the producer side on `inbox`: separate cache lines.
+    state: CachePadded<Mutex<State>>,
+    inbox: CachePadded<Mutex<Inbox>>,
     /// Whether the inbox may hold items: lets a merge skip the inbox lock.
     pending: AtomicBool,
     /// Gets parked on `getters`; changed only under both locks, so a reader holding either
@@ -315,7 +318,7 @@ impl ChannelCore {
             name,
             capacity,
             zone,
-            state: Mutex::new(State {
+            state: CachePadded::new(Mutex::new(State {
                 items: BTreeMap::new(),
                 retired: BTreeSet::new(),
                 conns: Vec::new(),
@@ -330,14 +333,14 @@ impl ChannelCore {
                 subscribers: Subscribers::default(),
                 garbage: None,
                 stats: ChannelStats::default(),
-            }),
-            inbox: Mutex::new(Inbox {
+            })),
+            inbox: CachePadded::new(Mutex::new(Inbox {
                 pending: Vec::new(),
                 count: 0,
                 newest: Timestamp::MIN,
                 closed: false,
                 slow: false,
-            }),
+            })),
             pending: AtomicBool::new(false),
             get_waiters: AtomicUsize::new(0),
             getters: Condvar::new(),
@@ -459,6 +462,8 @@ impl ChannelCore {
         let (may_wait, deadline) = wait_mode.deadline();
         let mut blocked = false;
         let mut collected = false;
+        // Taken when stored; still here when the put fails, to be handed back.
+        let mut item = Some(item);
         let result = loop {
             let cut = self.zone.shared();
             if !task.is_alive() {
@@ -481,8 +486,14 @@ impl ChannelCore {
                 {
                     ib.newest = ts;
                     ib.count += 1;
-                    ib.pending.push((ts, item.clone()));
-                    self.pending.store(true, Ordering::SeqCst);
+                    let Some(it) = item.take() else {
+                        unreachable!("the item is only taken on success")
+                    };
+                    ib.pending.push((ts, it));
+                    // Usually still set: the consumer merges only when it runs out of items.
+                    if !self.pending.load(Ordering::Relaxed) {
+                        self.pending.store(true, Ordering::SeqCst);
+                    }
                     let wake = self.get_waiters.load(Ordering::Relaxed) > 0;
                     drop(ib);
                     drop(cut);
@@ -564,11 +575,13 @@ impl ChannelCore {
             if refcount.is_some_and(|n| consumed.count_ones() >= n) {
                 st.retired.insert(ts);
                 st.stats.reclaimed += 1;
-                dead = Some((ts, item.clone()));
+                dead = item.take().map(|it| (ts, it));
             } else {
                 ib.count += 1;
-                st.items
-                    .insert(ts, Slot::new(item.clone(), refcount, consumed));
+                st.items.insert(
+                    ts,
+                    Slot::new(item.take().expect("not yet stored"), refcount, consumed),
+                );
             }
             st.stats.puts += 1;
             let wake = self.get_waiters.load(Ordering::Relaxed) > 0;
@@ -593,7 +606,7 @@ impl ChannelCore {
             self.zone.blocked_putters.fetch_sub(1, Ordering::SeqCst);
             task.remove_pending(ts, self.id);
         }
-        result.map_err(|k| PutError::new(k, ts, item))
+        result.map_err(|k| PutError::new(k, ts, item.expect("a failed put keeps its item")))
     }
 
     pub(crate) fn get(

@@ -33,6 +33,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
+use crossbeam_utils::CachePadded;
+
 use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::task::{TaskId, TaskInner};
 use crate::time::{fmt_ts, Timestamp, ZoneId};
@@ -212,11 +214,12 @@ struct Members {
 /// A time zone: its members, its floor and the lock that makes a pass a consistent cut.
 pub(crate) struct Zone {
     pub(crate) id: ZoneId,
-    gc: RwLock<()>,
+    // Taken shared by every put: its own cache line, apart from what consumers read.
+    gc: CachePadded<RwLock<()>>,
     floor: AtomicI64,
     members: Mutex<Members>,
     /// Puts waiting for space; while nonzero, every raise of a term runs a pass.
-    pub(crate) blocked_putters: AtomicUsize,
+    pub(crate) blocked_putters: CachePadded<AtomicUsize>,
     passes: AtomicU64,
     pub(crate) reclaimed: AtomicU64,
 }
@@ -233,10 +236,10 @@ impl Zone {
     pub(crate) fn new(id: ZoneId) -> Zone {
         Zone {
             id,
-            gc: RwLock::new(()),
+            gc: CachePadded::new(RwLock::new(())),
             floor: AtomicI64::new(Timestamp::MIN),
             members: Mutex::new(Members::default()),
-            blocked_putters: AtomicUsize::new(0),
+            blocked_putters: CachePadded::new(AtomicUsize::new(0)),
             passes: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
         }
