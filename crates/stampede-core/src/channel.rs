@@ -1,4 +1,16 @@
 //! Channels: at most one item per timestamp, random access by timestamp.
+//!
+//! # Layout
+//!
+//! Items live in a map ordered by timestamp. Each stored item carries two 64-bit words, one
+//! bit per input connection: consumed on it, open on it. A connection adds `consumed_below`
+//! (everything under it is consumed, including items still to come) and the few timestamps
+//! it consumed before they arrived, so selectors scan the map with one mask test per item.
+//!
+//! A put above every timestamp ever put cannot collide, so when it needs nothing else from
+//! the state it appends to a separate inbox and never takes the state lock; state holders
+//! merge the inbox first. Gets answer from stored items when they can, since inbox items are
+//! newer than all of them; consumes and detaches never need the inbox at all.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

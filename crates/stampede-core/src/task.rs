@@ -167,9 +167,8 @@ impl TaskInner {
     fn set_virtual_time(&self, v: Timestamp) -> Result<(), StmError> {
         // Raising virtual time only raises a watermark term, which a pass may see before or
         // after; lowering it (down to visibility) moves a term, so it takes the GC cut.
-        let lowering = v < lock(&self.state).vt;
-        let _cut = lowering.then(|| self.zone.shared());
-        let raised = {
+        let mut cut = None;
+        loop {
             let mut st = lock(&self.state);
             if !self.is_alive() {
                 return Err(StmError::TaskExited);
@@ -181,39 +180,21 @@ impl TaskInner {
                     visibility: vis,
                 });
             }
-            if v < st.vt && !lowering {
-                // Lowered concurrently by another thread of this task: retry under the cut.
+            if v < st.vt && cut.is_none() {
                 drop(st);
-                return self.set_virtual_time_cut(v);
+                cut = Some(self.zone.shared());
+                continue;
             }
             let raised = v > st.vt;
             st.vt = v;
             self.store_visibility(&st);
-            raised
-        };
-        drop(_cut);
-        if raised {
-            self.zone.nudge();
+            drop(st);
+            drop(cut);
+            if raised {
+                self.zone.nudge();
+            }
+            return Ok(());
         }
-        Ok(())
-    }
-
-    fn set_virtual_time_cut(&self, v: Timestamp) -> Result<(), StmError> {
-        let _cut = self.zone.shared();
-        let mut st = lock(&self.state);
-        if !self.is_alive() {
-            return Err(StmError::TaskExited);
-        }
-        let vis = st.visibility();
-        if v < vis {
-            return Err(StmError::BelowVisibility {
-                requested: v,
-                visibility: vis,
-            });
-        }
-        st.vt = v;
-        self.store_visibility(&st);
-        Ok(())
     }
 
     fn exit(&self) {

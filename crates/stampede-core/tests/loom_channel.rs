@@ -14,31 +14,18 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod loom_support;
+
 use loom::thread;
+use loom_support::{garbage_recorder, model, runtime};
 use stampede_core::{
-    Channel, ContainerOptions, GetError, PutOptions, Runtime, Selector, Timestamp, INFINITY,
+    Channel, ContainerOptions, GetError, PutOptions, Selector, Timestamp, INFINITY,
 };
-
-/// Runs `f` under loom with a preemption bound (unless `LOOM_MAX_PREEMPTIONS` sets one), so
-/// each model stays in the seconds range.
-fn model<F: Fn() + Sync + Send + 'static>(bound: usize, f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(bound);
-    }
-    b.check(f);
-}
-
-/// A runtime without the background collector thread (it is never started under loom).
-fn runtime() -> Runtime {
-    Runtime::builder().gc_interval(None).build()
-}
 
 /// Installs a garbage handler that records every reclaimed timestamp.
 fn record_garbage(ch: &Channel) -> Arc<Mutex<Vec<Timestamp>>> {
-    let freed = Arc::new(Mutex::new(Vec::new()));
-    let f = freed.clone();
-    ch.on_garbage(move |ts, _| f.lock().unwrap().push(ts));
+    let (freed, handler) = garbage_recorder();
+    ch.on_garbage(handler);
     freed
 }
 
