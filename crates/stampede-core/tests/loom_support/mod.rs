@@ -19,11 +19,11 @@ pub fn runtime() -> Runtime {
     Runtime::builder().gc_interval(None).build()
 }
 
+/// Timestamps a garbage handler saw, in the order it saw them.
+pub type Freed = Arc<Mutex<Vec<Timestamp>>>;
+
 /// A garbage handler that records every reclaimed timestamp, and the record.
-pub fn garbage_recorder() -> (
-    Arc<Mutex<Vec<Timestamp>>>,
-    impl Fn(Timestamp, &Item) + Send + Sync + 'static,
-) {
+pub fn garbage_recorder() -> (Freed, impl Fn(Timestamp, &Item) + Send + Sync + 'static) {
     let freed = Arc::new(Mutex::new(Vec::new()));
     let f = freed.clone();
     (freed, move |ts, _: &Item| f.lock().unwrap().push(ts))
