@@ -24,6 +24,8 @@ test-rust:
 test-loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
 		$(CARGO) test -p stampede-core --release --test 'loom_*'
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
+		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
 lint: setup
 	$(CARGO) fmt --all -- --check
