@@ -394,7 +394,7 @@ impl ChannelCore {
         if cfg!(loom) {
             1
         } else {
-            self.capacity.map_or(1, |c| (c / 16).max(1))
+            self.capacity.map_or(1, |c| (c / 2).max(1))
         }
     }
 

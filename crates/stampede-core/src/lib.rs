@@ -72,7 +72,7 @@
 //! - **Bounded channels** never store more than their capacity. A put that finds a channel
 //!   full waits, and while it waits its timestamp holds the watermark. It runs collection
 //!   passes itself: at once unless a pass looked at the channel within the last 2 ms, after
-//!   every batch of consumes on the channel (a sixteenth of its capacity), when a getter of
+//!   every batch of consumes on the channel (half its capacity), when a getter of
 //!   the channel is about to park, and at least every 2 ms. Virtual-time raises, detaches,
 //!   task exits and consumes on other channels run a pass for it.
 //! - **Input connections:** a channel accepts up to 64 at a time
