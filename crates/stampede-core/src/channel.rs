@@ -76,6 +76,9 @@ struct Slot {
     consumed: u64,
     /// Per input connection (by its bit): open on it.
     open: u64,
+    /// Per input connection (by its bit): passed over unseen by a `NewestUnseen` get, and
+    /// counted as skipped.
+    passed: u64,
 }
 
 impl Slot {
@@ -86,6 +89,7 @@ impl Slot {
             consumed_by: consumed.count_ones(),
             consumed,
             open: 0,
+            passed: 0,
         }
     }
 }
@@ -106,9 +110,6 @@ struct InConn {
     /// Gotten and not yet consumed (few: usually zero or one).
     open: Vec<Timestamp>,
     last_get: Option<Timestamp>,
-    /// The newest item a `NewestUnseen` get returned: items below it were already counted as
-    /// skipped or seen.
-    skip_mark: Option<Timestamp>,
 }
 
 impl InConn {
@@ -450,7 +451,6 @@ impl ChannelCore {
             absent: BTreeSet::new(),
             open: Vec::new(),
             last_get: None,
-            skip_mark: None,
         });
         drop(st);
         drop(cut);
@@ -663,22 +663,22 @@ impl ChannelCore {
                 },
             };
             if let Some(ts) = found {
-                let skipped = if sel == Selector::NewestUnseen {
-                    let from = c.skip_mark.unwrap_or(Timestamp::MIN);
-                    st.visible(c)
-                        .filter(|&t| t > from && t < ts && !c.open.contains(&t))
-                        .count() as u64
-                } else {
-                    0
-                };
                 let State { items, conns, .. } = &mut *st;
                 let c = &mut conns[ci];
+                let mut skipped = 0;
+                if sel == Selector::NewestUnseen {
+                    // Each unseen item passed over counts once per connection.
+                    let bit = c.bit;
+                    for (_, s) in items.range_mut(c.consumed_below..ts) {
+                        if (s.consumed | s.open | s.passed) & bit == 0 {
+                            s.passed |= bit;
+                            skipped += 1;
+                        }
+                    }
+                }
                 let slot = items.get_mut(&ts).expect("selected from the items");
                 let item = slot.item.clone();
                 c.last_get = Some(ts);
-                if sel == Selector::NewestUnseen {
-                    c.skip_mark = c.skip_mark.max(Some(ts));
-                }
                 if slot.open & c.bit == 0 {
                     slot.open |= c.bit;
                     c.open.push(ts);
@@ -855,6 +855,7 @@ impl Detach for ChannelCore {
         for slot in st.items.values_mut() {
             slot.consumed &= !c.bit;
             slot.open &= !c.bit;
+            slot.passed &= !c.bit;
         }
         let mut dead = Vec::new();
         for &t in &c.open {

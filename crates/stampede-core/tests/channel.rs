@@ -921,3 +921,231 @@ fn a_channel_accepts_64_input_connections_and_reuses_freed_places() {
     assert_eq!(fresh.try_get(Selector::Oldest).unwrap().0, 0);
     assert_eq!(inputs[0].try_get(Selector::Oldest).unwrap().0, 0);
 }
+
+/// `NewestUnseen` counts each item it passes over once, when it first passes over it.
+#[test]
+fn newest_unseen_counts_each_skipped_item_once() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    for ts in [10, 20, 30] {
+        out.put(ts, ts.to_string()).unwrap();
+    }
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 30);
+    assert_eq!(ch.stats().skipped, 2, "10 and 20");
+    // 30 is open: the newest unseen is 20, and nothing is passed over.
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 20);
+    assert_eq!(ch.stats().skipped, 2);
+    // 40 passes over 10 again, which was counted already.
+    out.put(40, "40").unwrap();
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 40);
+    assert_eq!(ch.stats().skipped, 2);
+    // Consumed items are never counted.
+    out.put(50, "50").unwrap();
+    out.put(60, "60").unwrap();
+    input.consume(50).unwrap();
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 60);
+    assert_eq!(ch.stats().skipped, 2);
+    // Other selectors never count.
+    out.put(70, "70").unwrap();
+    out.put(80, "80").unwrap();
+    assert_eq!(input.try_get(Selector::Newest).unwrap().0, 80);
+    assert_eq!(ch.stats().skipped, 2);
+}
+
+/// Puts come in any order. 20 arrives after a `NewestUnseen` get returned 30, and the next
+/// such get (of 40) passes over it unseen; the consumer then lets everything up to 40 go,
+/// so 20 was dropped without ever being seen, yet `skipped` never counts it: the get only
+/// counts items above the newest item it returned before (`skip_mark`), assuming that
+/// everything below was counted or seen already.
+#[test]
+fn newest_unseen_counts_a_late_item_it_passes_over() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(10, "10").unwrap();
+    out.put(30, "30").unwrap();
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 30);
+    assert_eq!(ch.stats().skipped, 1, "10");
+    out.put(20, "late").unwrap();
+    out.put(40, "40").unwrap();
+    assert_eq!(input.try_get(Selector::NewestUnseen).unwrap().0, 40);
+    input.consume_until(40).unwrap();
+    assert_eq!(
+        ch.stats().skipped,
+        2,
+        "20 was passed over unseen and dropped"
+    );
+}
+
+/// Joins a helper thread blocked in an operation that the test has just released. A blocked
+/// get or put re-checks its condition when its own timeout (`LONG`) ends, so a lost wake-up
+/// would only make it late: fail if it is still blocked after half of that.
+fn prompt<T>(h: thread::ScopedJoinHandle<'_, T>) -> T {
+    assert!(
+        finished_within(&h, LONG / 2),
+        "the blocked operation was not woken"
+    );
+    h.join().unwrap()
+}
+
+/// Long enough for a blocked get to stop spinning and park, even on a busy machine.
+const PARK: Duration = Duration::from_millis(100);
+
+/// Every kind of put wakes a get parked on the channel: a put above every timestamp so far
+/// (which may bypass the channel's state lock), a put out of order, and a put that is
+/// reclaimed at once because its reference count is already reached (the parked `Exact`
+/// get must then learn that the timestamp is gone).
+#[test]
+fn every_put_wakes_a_parked_get_at_once() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let early = c.attach_input(&ch).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    thread::scope(|s| {
+        let getter = s.spawn(|| input.get_timeout(Selector::NextUnseen, LONG));
+        thread::sleep(PARK);
+        out.put(10, "in order").unwrap();
+        assert_eq!(prompt(getter).unwrap().0, 10);
+
+        let getter = s.spawn(|| input.get_timeout(Selector::Exact(5), LONG));
+        thread::sleep(PARK);
+        out.put(5, "out of order").unwrap();
+        assert_eq!(prompt(getter).unwrap().0, 5);
+
+        early.consume(4).unwrap();
+        let getter = s.spawn(|| input.get_timeout(Selector::Exact(4), LONG));
+        thread::sleep(PARK);
+        out.put_with(4, "counted", PutOptions::default().consumers(1))
+            .unwrap();
+        assert_eq!(prompt(getter).unwrap_err(), GetError::Gone(4));
+    });
+    assert_eq!(ch.timestamps(), vec![5, 10]);
+}
+
+/// Puts that take the channel's slower path (out of order, with a reference count, into a
+/// bounded channel) count in the statistics like the others, and an item reclaimed at its
+/// put counts as reclaimed, in the channel and in the zone.
+#[test]
+fn stats_count_puts_of_every_kind() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let bounded = rt.channel(ContainerOptions::bounded(4)).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(5, "in order").unwrap();
+    out.put(3, "out of order").unwrap();
+    out.put_with(6, "counted", PutOptions::default().consumers(2))
+        .unwrap();
+    input.consume(1).unwrap();
+    out.put_with(1, "reclaimed at once", PutOptions::default().consumers(1))
+        .unwrap();
+    let s = ch.stats();
+    assert_eq!((s.puts, s.items, s.reclaimed), (4, 3, 1));
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 1);
+
+    let bout = p.attach_output(&bounded).unwrap();
+    for ts in [2, 1, 3] {
+        bout.try_put(ts, ts.to_string()).unwrap();
+    }
+    assert_eq!(bounded.stats().puts, 3);
+}
+
+/// A get parked for `Exact(t)` learns at once when `t` can no longer appear for it (its
+/// connection consumed `t`, or the watermark passed it) and when its task exits.
+#[test]
+fn a_parked_get_learns_at_once_that_it_can_never_succeed() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    let doomed = rt.task(INFINITY).unwrap();
+    let doomed_input = doomed.attach_input(&ch).unwrap();
+    out.put(9, "9").unwrap(); // lets the floor rise past what the gets wait for
+    thread::scope(|s| {
+        let getter = s.spawn(|| input.get_timeout(Selector::Exact(5), LONG));
+        thread::sleep(PARK);
+        input.consume(5).unwrap();
+        assert_eq!(prompt(getter).unwrap_err(), GetError::Gone(5));
+
+        let getter = s.spawn(|| input.get_timeout(Selector::Exact(3), LONG));
+        thread::sleep(PARK);
+        p.set_virtual_time(4).unwrap();
+        assert_eq!(rt.collect(), 4);
+        assert_eq!(prompt(getter).unwrap_err(), GetError::Gone(3));
+
+        let getter = s.spawn(|| doomed_input.get_timeout(Selector::Exact(7), LONG));
+        thread::sleep(PARK);
+        drop(doomed);
+        assert_eq!(prompt(getter).unwrap_err(), GetError::Detached);
+    });
+}
+
+/// Item states are per connection: however one connection consumes (one item, or up to a
+/// timestamp), the others keep theirs.
+#[test]
+fn consuming_on_one_connection_leaves_the_others_alone() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let a = c.attach_input(&ch).unwrap();
+    let b = c.attach_input(&ch).unwrap();
+    let fresh = c.attach_input(&ch).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    for ts in 1..=6 {
+        out.put(ts, ts.to_string()).unwrap();
+    }
+    a.consume(3).unwrap();
+    b.get(Selector::Exact(2)).unwrap();
+    b.consume_until(4).unwrap();
+    a.consume_until(1).unwrap();
+    b.consume(6).unwrap();
+
+    assert_eq!(
+        a.try_get(Selector::Exact(3)).unwrap_err(),
+        GetError::Gone(3)
+    );
+    assert_eq!(a.try_get(Selector::Exact(6)).unwrap().0, 6);
+    assert_eq!(a.try_get(Selector::Oldest).unwrap().0, 2);
+    assert_eq!(
+        b.try_get(Selector::Exact(2)).unwrap_err(),
+        GetError::Gone(2)
+    );
+    assert_eq!(b.try_get(Selector::Oldest).unwrap().0, 5);
+    assert_eq!(b.try_get(Selector::Newest).unwrap().0, 5);
+    assert_eq!(fresh.try_get(Selector::Oldest).unwrap().0, 1);
+    assert_eq!(fresh.try_get(Selector::Newest).unwrap().0, 6);
+    // The oldest item unconsumed on some connection (1, on `fresh`) holds the watermark.
+    p.set_virtual_time(INFINITY).unwrap();
+    assert_eq!(rt.collect(), 1);
+    drop(fresh);
+    assert_eq!(rt.collect(), 2);
+    assert_eq!(ch.timestamps(), vec![2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn debug_output_identifies_containers() {
+    let rt = manual();
+    let ch = rt
+        .channel(ContainerOptions::default().name("video/frames"))
+        .unwrap();
+    let reg = rt
+        .register(ContainerOptions::default().name("mode"))
+        .unwrap();
+    assert!(format!("{ch:?}").contains("video/frames"));
+    assert!(format!("{reg:?}").contains("mode"));
+}

@@ -608,3 +608,212 @@ fn refcounted_item_stays_while_a_connection_has_it_open() {
     assert_eq!(*seen.lock().unwrap(), HashMap::from([(1, 1), (2, 1)]));
     assert_eq!(reader.visibility(), INFINITY);
 }
+
+#[test]
+fn term_pending_put_into_a_full_queue() {
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::bounded(1)).unwrap();
+    let p = rt
+        .task_builder()
+        .name("splitter")
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let _far = lift_horizon(&rt, &p);
+    let out = p.attach_output(&q).unwrap();
+    let worker = rt.task(INFINITY).unwrap();
+    let input = worker.attach_input(&q).unwrap();
+    out.put(20, "first").unwrap();
+    thread::scope(|s| {
+        // FIFO regardless of timestamp: 7 after 20, into a full queue.
+        let putter = s.spawn(|| out.put_timeout(7, "second", LONG));
+        wait_until("the put is pending", || {
+            rt.explain(ZoneId::DEFAULT)
+                .holds
+                .iter()
+                .any(|h| matches!(h.cause, HoldCause::PendingPut { .. }))
+        });
+        p.set_virtual_time(100).unwrap();
+        // The put counts in its putter's visibility until the queue has stored the item.
+        assert_eq!(p.visibility(), 7);
+        let report = rt.explain(ZoneId::DEFAULT);
+        assert_eq!(report.watermark, 7, "{report}");
+        assert_eq!(
+            holders(&report),
+            vec![Hold {
+                ts: 7,
+                cause: HoldCause::PendingPut {
+                    task: p.id(),
+                    task_name: "splitter".into(),
+                    container: q.id()
+                }
+            }]
+        );
+        // A get makes room.
+        let first = input.get_timeout(LONG).unwrap();
+        putter.join().unwrap().unwrap();
+        input.consume(first.ticket).unwrap();
+    });
+    assert_eq!(p.visibility(), 100);
+    let report = rt.explain(ZoneId::DEFAULT);
+    assert_eq!(report.watermark, 7, "the stored item holds it now");
+    assert!(matches!(
+        &holders(&report)[..],
+        [Hold {
+            cause: HoldCause::QueueItem { held_by: None, .. },
+            ..
+        }]
+    ));
+}
+
+/// Garbage handlers may use their container: they run outside its lock (a handler that
+/// calls back into the container would deadlock otherwise), on the thread whose operation
+/// reclaimed the item.
+#[test]
+fn garbage_handlers_run_outside_the_lock_on_the_reclaiming_thread() {
+    use std::sync::mpsc;
+    type Log = Arc<Mutex<Vec<(i64, usize, thread::ThreadId)>>>;
+
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let q = rt.queue(ContainerOptions::default()).unwrap();
+    let chan_log: Log = Arc::default();
+    let queue_log: Log = Arc::default();
+    ch.on_garbage({
+        let (ch, log) = (ch.clone(), chan_log.clone());
+        move |ts, _| {
+            let left = ch.len() + ch.stats().items;
+            log.lock().unwrap().push((ts, left, thread::current().id()));
+        }
+    });
+    q.on_garbage({
+        let (q, log) = (q.clone(), queue_log.clone());
+        move |ts, _| {
+            let left = q.len() + q.stats().held;
+            log.lock().unwrap().push((ts, left, thread::current().id()));
+        }
+    });
+
+    let (done, result) = mpsc::channel();
+    let worker = {
+        let (rt, ch, q) = (rt.clone(), ch.clone(), q.clone());
+        thread::spawn(move || {
+            let p = rt.task(0).unwrap();
+            let c = rt.task(INFINITY).unwrap();
+            let input = c.attach_input(&ch).unwrap();
+            let qin = c.attach_input(&q).unwrap();
+            let out = p.attach_output(&ch).unwrap();
+            out.put(0, "by the watermark").unwrap();
+            out.put_with(1, "by its count", PutOptions::default().consumers(1))
+                .unwrap();
+            input.consume(1).unwrap(); // reference count
+            input.consume(0).unwrap();
+            p.set_virtual_time(2).unwrap();
+            rt.collect(); // watermark
+            let qout = p.attach_output(&q).unwrap();
+            qout.put(3, "job").unwrap();
+            let job = qin.get().unwrap();
+            qin.consume(job.ticket).unwrap(); // queue consume
+            done.send(thread::current().id()).unwrap();
+        })
+    };
+    let id = result
+        .recv_timeout(LONG)
+        .expect("a garbage handler deadlocked on its container");
+    worker.join().unwrap();
+    assert_eq!(*chan_log.lock().unwrap(), vec![(1, 2, id), (0, 0, id)]);
+    assert_eq!(*queue_log.lock().unwrap(), vec![(3, 0, id)]);
+    // Break the reference cycles container -> handler -> container.
+    ch.on_garbage(|_, _| {});
+    q.on_garbage(|_, _| {});
+}
+
+/// A queue's items are freed by their consumes, never by a pass: the zone's count of
+/// reclaimed items is exactly what passes, reference counts and consumes freed.
+#[test]
+fn reclaimed_counts_exactly_the_freed_items() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let q = rt.queue(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let w = rt.task(INFINITY).unwrap();
+    let qin = w.attach_input(&q).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    let qout = p.attach_output(&q).unwrap();
+    for ts in 0..4 {
+        out.put(ts, ts.to_string()).unwrap();
+        qout.put(ts, ts.to_string()).unwrap();
+    }
+    let job = qin.get().unwrap();
+    p.set_virtual_time(10).unwrap();
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 0);
+    // The queue holds the watermark at 0: nothing to reclaim yet, in several passes.
+    assert_eq!(rt.collect(), 0);
+    assert_eq!(rt.collect(), 0);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 0);
+    qin.consume(job.ticket).unwrap();
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 1);
+    assert_eq!(rt.collect(), 1);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 2);
+    assert_eq!(ch.timestamps(), vec![1, 2, 3]);
+    assert_eq!(q.len(), 3);
+}
+
+/// One task may have several puts waiting (from several threads); each is its own term,
+/// and the one that completes leaves, not another with the same timestamp.
+#[test]
+fn each_pending_put_is_its_own_term() {
+    let rt = manual();
+    let first = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let second = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let input = c.attach_input(&second).unwrap();
+    let (out1, out2) = (
+        p.attach_output(&first).unwrap(),
+        p.attach_output(&second).unwrap(),
+    );
+    out1.put(0, "0").unwrap();
+    out2.put_with(0, "0", PutOptions::default().consumers(1))
+        .unwrap();
+    let pending = || -> Vec<Hold> {
+        let mut holds: Vec<Hold> = rt
+            .explain(ZoneId::DEFAULT)
+            .holds
+            .into_iter()
+            .filter(|h| matches!(h.cause, HoldCause::PendingPut { .. }))
+            .collect();
+        holds.sort_by_key(|h| match h.cause {
+            HoldCause::PendingPut { container, .. } => container,
+            _ => unreachable!(),
+        });
+        holds
+    };
+    let hold = |ch: &Channel| Hold {
+        ts: 5,
+        cause: HoldCause::PendingPut {
+            task: p.id(),
+            task_name: p.name().into(),
+            container: ch.id(),
+        },
+    };
+    thread::scope(|s| {
+        let stuck = s.spawn(|| out1.put_timeout(5, "5", LONG));
+        wait_until("the first put is pending", || pending().len() == 1);
+        let freed = s.spawn(|| out2.put_timeout(5, "5", LONG));
+        wait_until("both puts are pending", || pending().len() == 2);
+        assert_eq!(pending(), vec![hold(&first), hold(&second)]);
+        assert_eq!(p.visibility(), 0);
+        // Its reference count frees the second channel's slot.
+        input.consume(0).unwrap();
+        freed.join().unwrap().unwrap();
+        assert_eq!(pending(), vec![hold(&first)]);
+        first.close();
+        assert_eq!(
+            stuck.join().unwrap().unwrap_err().kind(),
+            PutErrorKind::Closed
+        );
+    });
+    assert!(pending().is_empty());
+    assert_eq!(second.timestamps(), vec![5]);
+}

@@ -13,7 +13,7 @@
 //! * a root task starts at or above the zone's floor, a child at or above
 //!   `max(parent visibility, floor)`;
 //! * rule 3 marks the items *present* below the task's visibility consumed on the new
-//!   connection, and each such mark counts as a consume for reference counts;
+//!   connection, and such a mark does not count as a consume for reference counts;
 //! * `get(Exact(t))` is `Gone` when `t` is below the applied floor, consumed on this
 //!   connection or reclaimed by its reference count, else `Unavailable` with the nearest
 //!   timestamps visible to the connection below and above the request;

@@ -246,3 +246,32 @@ fn queues_notify_arrivals_too() {
     let all: Vec<i64> = block_on(arrivals.by_ref().collect());
     assert_eq!(all, vec![4, 4, 2, 9]);
 }
+
+#[test]
+fn unsubscribing_one_subscriber_keeps_notifying_the_others() {
+    let rt = Runtime::new();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let gone = ch.on_arrival(|_| {});
+    let kept = ch.on_arrival({
+        let seen = seen.clone();
+        move |ts| seen.lock().unwrap().push(ts)
+    });
+    let mut arrivals = ch.arrivals(8);
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(1, "x").unwrap();
+    assert!(ch.unsubscribe(gone));
+    // In order and out of order, with and without a reference count.
+    out.put(5, "x").unwrap();
+    out.put(3, "x").unwrap();
+    out.put_with(7, "x", stampede_core::PutOptions::default().consumers(1))
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![1, 5, 3, 7]);
+    assert!(ch.unsubscribe(kept));
+    out.put(9, "x").unwrap();
+    ch.close();
+    let all: Vec<i64> = block_on(arrivals.by_ref().collect());
+    assert_eq!(all, vec![1, 5, 3, 7, 9]);
+    assert_eq!(*seen.lock().unwrap(), vec![1, 5, 3, 7]);
+}

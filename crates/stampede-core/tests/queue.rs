@@ -484,3 +484,75 @@ fn task_exit_fails_a_blocked_put_at_once() {
         assert_eq!(result.unwrap_err().kind(), PutErrorKind::Detached);
     });
 }
+
+/// Long enough for a blocked get to stop spinning and park, even on a busy machine.
+const PARK: Duration = Duration::from_millis(100);
+
+/// Joins a helper thread blocked in an operation that the test has just released. A blocked
+/// get re-checks the queue when its own timeout (`LONG`) ends, so a lost wake-up would only
+/// make it late: fail if it is still blocked after half of that.
+fn prompt<T>(h: thread::ScopedJoinHandle<'_, T>) -> T {
+    assert!(
+        finished_within(&h, LONG / 2),
+        "the blocked operation was not woken"
+    );
+    h.join().unwrap()
+}
+
+/// A parked get wakes at once for a put, for a held item redelivered by another getter's
+/// detach, and for its own task's exit.
+#[test]
+fn a_parked_get_is_woken_at_once() {
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&q).unwrap();
+    let w1 = rt.task(INFINITY).unwrap();
+    let w2 = rt.task(INFINITY).unwrap();
+    let a = w1.attach_input(&q).unwrap();
+    let b = w2.attach_input(&q).unwrap();
+    thread::scope(|s| {
+        let getter = s.spawn(|| b.get_timeout(LONG));
+        thread::sleep(PARK);
+        let ticket = out.put(1, "put").unwrap();
+        let got = prompt(getter).unwrap();
+        assert_eq!(got.ticket, ticket);
+        b.consume(ticket).unwrap();
+
+        let ticket = out.put(2, "redelivered").unwrap();
+        assert_eq!(a.get().unwrap().ticket, ticket);
+        let getter = s.spawn(|| b.get_timeout(LONG));
+        thread::sleep(PARK);
+        a.detach();
+        assert_eq!(prompt(getter).unwrap().ticket, ticket);
+        b.consume(ticket).unwrap();
+
+        let getter = s.spawn(|| b.get_timeout(LONG));
+        thread::sleep(PARK);
+        drop(w2);
+        assert_eq!(prompt(getter).unwrap_err(), GetError::Detached);
+    });
+    assert!(q.is_empty());
+    let s = q.stats();
+    assert_eq!((s.held, s.redelivered), (0, 1));
+}
+
+#[test]
+fn len_counts_waiting_items() {
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::default().name("jobs")).unwrap();
+    assert!(q.is_empty());
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&q).unwrap();
+    let w = rt.task(INFINITY).unwrap();
+    let input = w.attach_input(&q).unwrap();
+    out.put(1, "a").unwrap();
+    out.put(1, "b").unwrap();
+    assert_eq!((q.len(), q.is_empty()), (2, false));
+    let held = input.get().unwrap();
+    assert_eq!(q.len(), 1);
+    input.consume(held.ticket).unwrap();
+    input.get().unwrap();
+    assert!(q.is_empty());
+    assert!(format!("{q:?}").contains("jobs"));
+}

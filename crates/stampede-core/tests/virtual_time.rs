@@ -404,3 +404,18 @@ fn outputs_only_into_the_tasks_own_zone() {
     t.attach_input(&ch).unwrap();
     t.attach_input(&q).unwrap();
 }
+
+#[test]
+fn a_task_belongs_to_its_runtime() {
+    let rt = manual();
+    let ch = rt
+        .channel(ContainerOptions::default().name("frames"))
+        .unwrap();
+    let t = rt.task_builder().name("tracker").create().unwrap();
+    let found = t.runtime().lookup_channel("frames").unwrap();
+    assert_eq!(
+        stampede_core::Container::id(&found),
+        stampede_core::Container::id(&ch)
+    );
+    assert!(format!("{t:?}").contains("tracker"));
+}
