@@ -48,8 +48,8 @@
 //!   item newer than this connection's last get (of any selector). A `NewestUnseen` get counts
 //!   the unseen items it passes over in [`ChannelStats::skipped`].
 //! - **Gone.** `Exact(t)` fails at once with [`GetError::Gone`] when `t` is below the zone's
-//!   floor, consumed on this connection, `INFINITY`, or was reclaimed by a reference count (such a
-//!   timestamp can also never be put again). A failed non-blocking get reports the nearest
+//!   floor, consumed on this connection, `INFINITY`, or was reclaimed by a reference count
+//!   (such a timestamp can also never be put again). A failed non-blocking get reports the nearest
 //!   visible timestamps below and above the request.
 //! - **Consume** may name any timestamp, present or not; `consume_until(t)` also covers items
 //!   that arrive later. Both are idempotent.
@@ -70,11 +70,12 @@
 //!   connection detaches (or its task exits) its held items go back among the waiting items
 //!   in their original (ticket) order, for another getter.
 //! - **Bounded channels** never store more than their capacity. A put that finds a channel
-//!   full waits, and while it waits its timestamp holds the watermark. It runs collection
-//!   passes itself: at once unless a pass looked at the channel within the last 2 ms, after
-//!   every batch of consumes on the channel (half its capacity), when a getter of
-//!   the channel is about to park, and at least every 2 ms. Virtual-time raises, detaches,
-//!   task exits and consumes on other channels run a pass for it.
+//!   full runs a collection pass first if none looked at the channel within the last 2 ms
+//!   (a non-waiting put always does, before it reports `Full`). A waiting put holds the
+//!   watermark at its timestamp and runs passes itself: after every batch of consumes on the
+//!   channel (half its capacity), when a getter of the channel is about to park, and at
+//!   least every 2 ms. Virtual-time raises, detaches, task exits and consumes on other
+//!   channels run a pass for it.
 //! - **Input connections:** a channel accepts up to 64 at a time
 //!   ([`StmError::TooManyConnections`]); detaching frees a place.
 //! - **Registers** are outside garbage collection; a new reader's first read returns the
