@@ -373,14 +373,17 @@ impl ChannelCore {
         if !self.pending.load(Ordering::SeqCst) {
             return;
         }
-        let mut batch = {
-            let mut ib = lock(&self.inbox);
-            self.pending.store(false, Ordering::SeqCst);
-            if ib.pending.is_empty() {
-                return;
-            }
-            std::mem::replace(&mut ib.pending, std::mem::take(&mut st.spare))
-        };
+        let mut ib = lock(&self.inbox);
+        self.absorb(st, &mut ib);
+    }
+
+    /// Moves the inbox into the state; both locks held.
+    fn absorb(&self, st: &mut State, ib: &mut Inbox) {
+        self.pending.store(false, Ordering::SeqCst);
+        if ib.pending.is_empty() {
+            return;
+        }
+        let mut batch = std::mem::replace(&mut ib.pending, std::mem::take(&mut st.spare));
         st.stats.puts += batch.len() as u64;
         for (ts, item) in batch.drain(..) {
             let consumed = st.arriving(ts);
@@ -518,8 +521,11 @@ impl ChannelCore {
                     break Ok(());
                 }
             }
-            let mut st = self.lock();
+            let mut st = lock(&self.state);
             let mut ib = lock(&self.inbox);
+            // Merge under both locks: an item still in the inbox must never be older than
+            // one stored here, or gets that answer from stored items would pass it over.
+            self.absorb(&mut st, &mut ib);
             if ib.closed {
                 break Err(PutErrorKind::Closed);
             }
@@ -865,10 +871,14 @@ impl Detach for ChannelCore {
         self.uncount(dead.len());
         // Getters of this connection must see it is gone; puts blocked here may have space.
         let wake_getters = self.has_getters();
+        let wake_putters = !dead.is_empty() && st.put_waiters > 0;
         let handler = st.garbage.clone();
         drop(st);
         if wake_getters {
             self.getters.notify_all();
+        }
+        if wake_putters {
+            self.putters.notify_all();
         }
         self.run_garbage(handler, &dead);
         // A detach can raise the watermark anywhere, so a full pass, not a batch.

@@ -40,7 +40,9 @@ struct Signal {
 /// Delivers sets of items, one per input channel, that belong to the same moment.
 ///
 /// Sets come in increasing timestamp order. A first-channel item that can no longer be
-/// matched (every other channel has moved past its window) is skipped and counted.
+/// matched (every other channel has moved past its window) is skipped and counted. Skipped
+/// items stay unconsumed until [`consume_until`](Correlator::consume_until) passes them, so
+/// prefer it to [`consume`](Correlator::consume) unless they are still wanted.
 ///
 /// ```
 /// use stampede_core::{ContainerOptions, Correlator, Match, Runtime, INFINITY};
