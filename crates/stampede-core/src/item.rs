@@ -467,7 +467,7 @@ impl DType {
 }
 
 /// A Rust element type with a [`DType`].
-pub trait Element: Copy + Send + Sync + 'static {
+pub trait Element: bytemuck::Pod + Send + Sync {
     /// The matching dtype.
     const DTYPE: DType;
 }
@@ -530,10 +530,7 @@ impl NdArray {
 
     /// An array copied from a slice of elements.
     pub fn from_slice<T: Element>(shape: &[usize], elems: &[T]) -> Result<NdArray, MarshalError> {
-        // SAFETY: `Element` types are plain numbers without padding or invalid bit patterns.
-        let raw = unsafe {
-            std::slice::from_raw_parts(elems.as_ptr().cast::<u8>(), std::mem::size_of_val(elems))
-        };
+        let raw: &[u8] = bytemuck::cast_slice(elems);
         NdArray::new(T::DTYPE, shape, Bytes::copy_from_slice(raw))
     }
 
@@ -560,12 +557,10 @@ impl NdArray {
 
     /// The elements as `&[T]`, if `T` matches the dtype and the data is aligned for it.
     pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
-        if T::DTYPE != self.dtype || self.data.as_ptr() as usize % std::mem::align_of::<T>() != 0 {
+        if T::DTYPE != self.dtype {
             return None;
         }
-        // SAFETY: dtype matches `T`, alignment was checked, and the length is a multiple
-        // of the element size by construction.
-        Some(unsafe { std::slice::from_raw_parts(self.data.as_ptr().cast::<T>(), self.len()) })
+        bytemuck::try_cast_slice(&self.data).ok()
     }
 }
 
