@@ -30,6 +30,7 @@ test-loom:
 lint: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 bench:
 	$(CARGO) run --release -p stampede-bench -- --out bench-results/core.json
