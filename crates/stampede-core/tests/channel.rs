@@ -6,8 +6,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use stampede_core::{
-    Container, ContainerOptions, GetError, Hold, HoldCause, Item, Neighbors, PutErrorKind,
-    PutOptions, Runtime, Selector, StmError, Wait, ZoneId, INFINITY,
+    Channel, Container, ContainerOptions, GetError, Hold, HoldCause, Item, Neighbors,
+    OutputConnection, PutErrorKind, PutOptions, Runtime, Selector, StmError, Wait, ZoneId,
+    INFINITY,
 };
 
 /// Long enough never to expire in a passing test; a bug makes the test fail instead of hang.
@@ -48,6 +49,23 @@ fn pending_put(rt: &Runtime, zone: ZoneId) -> Hold {
         );
         thread::sleep(ms(1));
     }
+}
+
+/// With item 0 filling a bounded(1) channel, blocks a put of 1, runs `release`, and checks
+/// that the put completes and 0 was reclaimed to make room for it.
+fn blocked_put_completes_after(
+    rt: &Runtime,
+    ch: &Channel,
+    out: &OutputConnection<Channel>,
+    release: impl FnOnce(),
+) {
+    thread::scope(|s| {
+        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
+        pending_put(rt, ZoneId::DEFAULT);
+        release();
+        putter.join().unwrap().unwrap();
+    });
+    assert_eq!(ch.timestamps(), vec![1]);
 }
 
 #[test]
@@ -847,13 +865,7 @@ fn blocked_put_completes_when_the_holding_reader_detaches() {
     let out = p.attach_output(&ch).unwrap();
     out.put(0, "0").unwrap();
     p.set_virtual_time(1).unwrap();
-    thread::scope(|s| {
-        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
-        pending_put(&rt, ZoneId::DEFAULT);
-        input.detach();
-        putter.join().unwrap().unwrap();
-    });
-    assert_eq!(ch.timestamps(), vec![1]);
+    blocked_put_completes_after(&rt, &ch, &out, || input.detach());
 }
 
 /// Here a task without connections holds the watermark by its virtual time: its exit must
@@ -867,13 +879,7 @@ fn blocked_put_completes_when_the_holding_task_exits() {
     let out = p.attach_output(&ch).unwrap();
     out.put(0, "0").unwrap();
     p.set_virtual_time(1).unwrap();
-    thread::scope(|s| {
-        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
-        pending_put(&rt, ZoneId::DEFAULT);
-        slow.exit();
-        putter.join().unwrap().unwrap();
-    });
-    assert_eq!(ch.timestamps(), vec![1]);
+    blocked_put_completes_after(&rt, &ch, &out, || slow.exit());
 }
 
 /// The producer stays at virtual time 0, so the watermark frees nothing: only the item's
@@ -888,14 +894,10 @@ fn blocked_put_completes_when_a_counted_item_is_consumed() {
     let out = p.attach_output(&ch).unwrap();
     out.put_with(0, "0", PutOptions::default().consumers(1))
         .unwrap();
-    thread::scope(|s| {
-        let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
-        pending_put(&rt, ZoneId::DEFAULT);
+    blocked_put_completes_after(&rt, &ch, &out, || {
         input.get(Selector::Exact(0)).unwrap();
         input.consume(0).unwrap();
-        putter.join().unwrap().unwrap();
     });
-    assert_eq!(ch.timestamps(), vec![1]);
 }
 
 #[test]
