@@ -247,31 +247,7 @@ fn collect_races_set_vt_and_put() {
 /// producer's own pass). The producer always completes and the consumer then gets 1.
 #[test]
 fn bounded_put_woken_by_consume() {
-    model(5, || {
-        let rt = runtime();
-        let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
-        let freed = record_garbage(&ch);
-        let p = rt.task(0).unwrap();
-        let c = rt.task(INFINITY).unwrap();
-        let out = p.attach_output(&ch).unwrap();
-        let input = c.attach_input(&ch).unwrap();
-        out.put(0, "a").unwrap();
-        p.set_virtual_time(1).unwrap();
-        let producer = thread::spawn(move || {
-            out.put(1, "b").unwrap();
-            (p, out)
-        });
-        let consumer = thread::spawn(move || {
-            assert_eq!(input.get(Selector::NextUnseen).unwrap().0, 0);
-            input.consume(0).unwrap();
-            (c, input)
-        });
-        let _p = producer.join().unwrap();
-        let (_c, input) = consumer.join().unwrap();
-        assert_eq!(input.try_get(Selector::NextUnseen).unwrap().0, 1);
-        assert_eq!(ch.timestamps(), vec![1]);
-        assert_eq!(sorted(&freed), vec![0]);
-    });
+    bounded_put_woken_by_consume_of(false);
 }
 
 /// Capacity 1, the item put with one consumer: the consume reclaims it by its count, and
@@ -279,31 +255,7 @@ fn bounded_put_woken_by_consume() {
 /// own virtual time) frees nothing.
 #[test]
 fn bounded_put_woken_by_refcount_consume() {
-    model(5, || {
-        let rt = runtime();
-        let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
-        let freed = record_garbage(&ch);
-        let p = rt.task(0).unwrap();
-        let c = rt.task(INFINITY).unwrap();
-        let out = p.attach_output(&ch).unwrap();
-        let input = c.attach_input(&ch).unwrap();
-        out.put_with(0, "a", PutOptions::default().consumers(1))
-            .unwrap();
-        let producer = thread::spawn(move || {
-            out.put(1, "b").unwrap();
-            (p, out)
-        });
-        let consumer = thread::spawn(move || {
-            assert_eq!(input.get(Selector::NextUnseen).unwrap().0, 0);
-            input.consume(0).unwrap();
-            (c, input)
-        });
-        let _p = producer.join().unwrap();
-        let (_c, input) = consumer.join().unwrap();
-        assert_eq!(input.try_get(Selector::NextUnseen).unwrap().0, 1);
-        assert_eq!(ch.timestamps(), vec![1]);
-        assert_eq!(sorted(&freed), vec![0]);
-    });
+    bounded_put_woken_by_consume_of(true);
 }
 
 /// Capacity 1, the watermark held at 0 by an unrelated task: its `set_virtual_time` raise
@@ -472,5 +424,41 @@ fn refcount_consumed_concurrently() {
         assert_eq!(ch.stats().reclaimed, 1);
         rt.collect();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// Capacity 1 holding item 0, a producer blocked putting 1 and a consumer that gets and
+/// consumes 0. With `counted`, 0 was put with one consumer and the producer's virtual time
+/// stays 0, so only the reference count can free the slot; otherwise the watermark does.
+fn bounded_put_woken_by_consume_of(counted: bool) {
+    model(5, move || {
+        let rt = runtime();
+        let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+        let freed = record_garbage(&ch);
+        let p = rt.task(0).unwrap();
+        let c = rt.task(INFINITY).unwrap();
+        let out = p.attach_output(&ch).unwrap();
+        let input = c.attach_input(&ch).unwrap();
+        if counted {
+            out.put_with(0, "a", PutOptions::default().consumers(1))
+                .unwrap();
+        } else {
+            out.put(0, "a").unwrap();
+            p.set_virtual_time(1).unwrap();
+        }
+        let producer = thread::spawn(move || {
+            out.put(1, "b").unwrap();
+            (p, out)
+        });
+        let consumer = thread::spawn(move || {
+            assert_eq!(input.get(Selector::NextUnseen).unwrap().0, 0);
+            input.consume(0).unwrap();
+            (c, input)
+        });
+        let _p = producer.join().unwrap();
+        let (_c, input) = consumer.join().unwrap();
+        assert_eq!(input.try_get(Selector::NextUnseen).unwrap().0, 1);
+        assert_eq!(ch.timestamps(), vec![1]);
+        assert_eq!(sorted(&freed), vec![0]);
     });
 }
