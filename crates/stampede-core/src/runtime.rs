@@ -42,12 +42,15 @@ pub(crate) struct RtInner {
 impl Drop for RtInner {
     fn drop(&mut self) {
         #[cfg(not(loom))]
-        {
-            let (m, cv) = &*self.stop;
-            *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-            cv.notify_all();
-        }
+        stop(&self.stop);
     }
+}
+
+#[cfg(not(loom))]
+fn stop(flag: &(std::sync::Mutex<bool>, std::sync::Condvar)) {
+    let (m, cv) = flag;
+    *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    cv.notify_all();
 }
 
 /// An address space's Space-Time Memory: containers, tasks and their garbage collection.
@@ -176,6 +179,13 @@ impl Runtime {
         RuntimeBuilder {
             gc_interval: Some(Duration::from_millis(5)),
         }
+    }
+
+    /// Stops the background collector; passes still run on demand. Bindings call this
+    /// before their interpreter shuts down, so no collector pass calls into it afterwards.
+    pub fn stop_collector(&self) {
+        #[cfg(not(loom))]
+        stop(&self.inner.stop);
     }
 
     pub(crate) fn next_id(&self) -> u64 {

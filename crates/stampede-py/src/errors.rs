@@ -1,0 +1,123 @@
+//! The one place where the core's error kinds become Python exceptions (`stampede.errors`).
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use pyo3::PyErrArguments;
+use stampede_core::{GetError, MarshalError, PutError, PutErrorKind, StmError};
+
+use crate::items;
+
+macro_rules! exception_types {
+    ($($name:ident),* $(,)?) => {
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy)]
+        pub(crate) enum Exc { $($name),* }
+
+        fn exception_type(py: Python<'_>, e: Exc) -> PyResult<&Bound<'_, PyType>> {
+            $(
+                #[allow(non_upper_case_globals)]
+                static $name: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+            )*
+            match e {
+                $(Exc::$name => $name.import(py, "stampede.errors", stringify!($name)),)*
+            }
+        }
+    };
+}
+
+exception_types!(
+    Full,
+    DuplicateTimestamp,
+    InvalidTimestamp,
+    ZeroConsumers,
+    BelowVisibility,
+    Closed,
+    Detached,
+    Unavailable,
+    Timeout,
+    Gone,
+    ZoneMismatch,
+    TaskExited,
+    UnknownTicket,
+    NameTaken,
+    TooManyConnections,
+    InvalidArgument,
+    MarshalError,
+);
+
+/// An exception of class `e` built from `args`.
+pub(crate) fn raise<A>(py: Python<'_>, e: Exc, args: A) -> PyErr
+where
+    A: PyErrArguments + Send + Sync + 'static,
+{
+    match exception_type(py, e) {
+        Ok(ty) => PyErr::from_type(ty.clone(), args),
+        Err(err) => err,
+    }
+}
+
+pub(crate) fn invalid(py: Python<'_>, msg: impl Into<String>) -> PyErr {
+    raise(py, Exc::InvalidArgument, (msg.into(),))
+}
+
+pub(crate) fn marshal(py: Python<'_>, msg: impl Into<String>) -> PyErr {
+    raise(py, Exc::MarshalError, (msg.into(),))
+}
+
+pub(crate) fn from_marshal(py: Python<'_>, e: MarshalError) -> PyErr {
+    marshal(py, e.to_string())
+}
+
+/// A failed put: the kind's exception, carrying the timestamp and the value handed back.
+pub(crate) fn put_error(py: Python<'_>, e: PutError) -> PyErr {
+    let msg = e.to_string();
+    let ts = e.timestamp();
+    let kind = e.kind();
+    let item = match items::to_python(py, &e.into_item()) {
+        Ok(v) => v,
+        Err(err) => return err,
+    };
+    match kind {
+        PutErrorKind::Full => raise(py, Exc::Full, (msg, ts, item)),
+        PutErrorKind::DuplicateTimestamp => raise(py, Exc::DuplicateTimestamp, (msg, ts, item)),
+        PutErrorKind::InvalidTimestamp => raise(py, Exc::InvalidTimestamp, (msg, ts, item)),
+        PutErrorKind::ZeroConsumers => raise(py, Exc::ZeroConsumers, (msg, ts, item)),
+        PutErrorKind::BelowVisibility { visibility } => {
+            raise(py, Exc::BelowVisibility, (msg, ts, visibility, item))
+        }
+        PutErrorKind::Closed => raise(py, Exc::Closed, (msg, item)),
+        PutErrorKind::Detached => raise(py, Exc::Detached, (msg, item)),
+        _ => raise(py, Exc::Detached, (msg, item)),
+    }
+}
+
+/// A get that returned nothing.
+pub(crate) fn get_error(py: Python<'_>, e: GetError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        GetError::Unavailable(n) => raise(py, Exc::Unavailable, (msg, n.below, n.above)),
+        GetError::Timeout(n) => raise(py, Exc::Timeout, (msg, n.below, n.above)),
+        GetError::Gone(ts) => raise(py, Exc::Gone, (msg, ts)),
+        GetError::Closed => raise(py, Exc::Closed, (msg,)),
+        _ => raise(py, Exc::Detached, (msg,)),
+    }
+}
+
+pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        StmError::BelowVisibility {
+            requested,
+            visibility,
+        } => raise(py, Exc::BelowVisibility, (msg, requested, visibility)),
+        StmError::ZoneMismatch { .. } => raise(py, Exc::ZoneMismatch, (msg,)),
+        StmError::Detached => raise(py, Exc::Detached, (msg,)),
+        StmError::TaskExited => raise(py, Exc::TaskExited, (msg,)),
+        StmError::UnknownTicket(_) => raise(py, Exc::UnknownTicket, (msg,)),
+        StmError::Closed => raise(py, Exc::Closed, (msg,)),
+        StmError::NameTaken(_) => raise(py, Exc::NameTaken, (msg,)),
+        StmError::TooManyConnections(_) => raise(py, Exc::TooManyConnections, (msg,)),
+        _ => raise(py, Exc::InvalidArgument, (msg,)),
+    }
+}

@@ -1,0 +1,55 @@
+//! The compiled module of the `stampede` Python package (`stampede._stampede`).
+//!
+//! Everything here is a thin layer over `stampede-core`: Python values become items
+//! (`items`), core errors become the exceptions of `stampede.errors` (`errors`), and blocking
+//! calls release the GIL (`stm`).
+
+use std::sync::atomic::Ordering;
+
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+mod errors;
+mod extras;
+mod items;
+mod stm;
+
+/// Installs marshal hooks for instances of exactly ``cls``: ``marshal(obj) -> bytes`` runs at
+/// each put, ``unmarshal(bytes) -> obj`` at each get. Items are tagged with
+/// ``type_tag(name)``, so other languages that know ``name`` read them too. Returns the tag.
+#[pyfunction]
+fn register_type(
+    cls: &Bound<'_, PyType>,
+    name: &str,
+    marshal: Py<PyAny>,
+    unmarshal: Py<PyAny>,
+) -> u64 {
+    items::register_type(cls, name, marshal, unmarshal)
+}
+
+/// The 64-bit type tag of the type called ``name`` (FNV-1a of its UTF-8 bytes).
+#[pyfunction]
+fn type_tag(name: &str) -> u64 {
+    stampede_core::TypeTag::of_name(name).0
+}
+
+/// Called at interpreter exit: core threads stop calling into Python.
+#[pyfunction]
+fn _shutdown() {
+    stm::FINALIZING.store(true, Ordering::Release);
+}
+
+#[pymodule]
+fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("INFINITY", stampede_core::INFINITY)?;
+    stm::register_classes(m)?;
+    extras::register_classes(m)?;
+    m.add_class::<items::Opaque>()?;
+    m.add_class::<items::ItemView>()?;
+    m.add_function(wrap_pyfunction!(register_type, m)?)?;
+    m.add_function(wrap_pyfunction!(type_tag, m)?)?;
+    m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
+    let atexit = m.py().import("atexit")?;
+    atexit.call_method1("register", (m.getattr("_shutdown")?,))?;
+    Ok(())
+}

@@ -1,0 +1,1495 @@
+//! Runtime, tasks, containers and connections.
+//!
+//! # The GIL and locks
+//! Calls that may block run with the GIL released, in slices of [`SLICE`] so that signals
+//! (Ctrl-C) are seen between slices. Calls that cannot block keep the GIL: the core never
+//! calls into Python while it holds one of its locks, and items drop their Python objects
+//! without the GIL (the decrement is deferred), so no core lock ever waits for the GIL.
+//! Handles that Python can invalidate (`detach`, `exit`) sit behind a mutex that is only
+//! held to clone or take an `Arc`, never across a blocking call.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use stampede_core as core;
+use stampede_core::{
+    Container, ContainerOptions, GetError, InputConnection, OutputConnection, PutOptions,
+    Timestamp, Wait, ZoneId,
+};
+
+use crate::errors::{self, Exc};
+use crate::items;
+
+/// Longest uninterrupted wait with the GIL released.
+pub(crate) const SLICE: Duration = Duration::from_millis(100);
+
+/// Set by an `atexit` hook: from then on, core threads no longer call into Python.
+pub(crate) static FINALIZING: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `f` on the calling core thread with the GIL, unless the interpreter is shutting
+/// down; an exception goes to `sys.unraisablehook`.
+pub(crate) fn call_back(f: impl FnOnce(Python<'_>) -> PyResult<()>) {
+    if FINALIZING.load(Ordering::Acquire) {
+        return;
+    }
+    Python::attach(|py| {
+        if let Err(e) = f(py) {
+            e.write_unraisable(py, None);
+        }
+    });
+}
+
+/// A timeout argument in seconds: `None` waits forever.
+pub(crate) fn deadline(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Instant>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t.is_finite() && t >= 0.0 => Ok(Some(
+            Instant::now() + Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX / 4),
+        )),
+        Some(t) => Err(errors::invalid(
+            py,
+            format!("timeout {t} is not a non-negative number of seconds"),
+        )),
+    }
+}
+
+pub(crate) fn duration(py: Python<'_>, what: &str, secs: f64) -> PyResult<Duration> {
+    if secs.is_finite() && secs >= 0.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(errors::invalid(
+            py,
+            format!("{what} {secs} is not a non-negative number of seconds"),
+        ))
+    }
+}
+
+/// The next slice of a wait until `deadline`, and whether it is the last one.
+pub(crate) fn next_slice(deadline: Option<Instant>) -> (Duration, bool) {
+    match deadline {
+        None => (SLICE, false),
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now());
+            if left <= SLICE {
+                (left, true)
+            } else {
+                (SLICE, false)
+            }
+        }
+    }
+}
+
+/// Runs a blocking operation in slices with the GIL released until it succeeds, fails for
+/// a reason other than `retry`, or `deadline` passes.
+pub(crate) fn blocking<T: Send, E: Send>(
+    py: Python<'_>,
+    deadline: Option<Instant>,
+    op: impl Fn(Wait) -> Result<T, E> + Sync,
+    retry: impl Fn(&E) -> bool,
+) -> PyResult<Result<T, E>> {
+    loop {
+        let (slice, last) = next_slice(deadline);
+        let r = py.detach(|| op(Wait::For(slice)));
+        match r {
+            Err(e) if retry(&e) && !last => py.check_signals()?,
+            r => return Ok(r),
+        }
+    }
+}
+
+fn is_timeout(e: &GetError) -> bool {
+    matches!(e, GetError::Timeout(_))
+}
+
+fn zone_id(py: Python<'_>, zone: i64) -> PyResult<ZoneId> {
+    u32::try_from(zone)
+        .map(ZoneId)
+        .map_err(|_| errors::invalid(py, format!("zone {zone} is not in 0..2**32")))
+}
+
+fn options(
+    py: Python<'_>,
+    name: Option<String>,
+    capacity: Option<i64>,
+    zone: i64,
+) -> PyResult<ContainerOptions> {
+    let mut o = match capacity {
+        None => ContainerOptions::unbounded(),
+        Some(c) if c > 0 => ContainerOptions::bounded(c as usize),
+        Some(c) => {
+            return Err(errors::invalid(
+                py,
+                format!("capacity {c} must be at least 1"),
+            ))
+        }
+    };
+    if let Some(n) = name {
+        o = o.name(n);
+    }
+    Ok(o.zone(zone_id(py, zone)?))
+}
+
+/// An address space's Space-Time Memory: containers, tasks and their garbage collection.
+///
+/// A background collector reclaims items below the watermark every ``gc_interval`` seconds
+/// (``None``: only on demand, through ``collect`` and full bounded containers).
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Runtime {
+    rt: core::Runtime,
+    threads: Mutex<Vec<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl Runtime {
+    #[new]
+    #[pyo3(signature = (*, gc_interval = Some(0.005)))]
+    fn new(py: Python<'_>, gc_interval: Option<f64>) -> PyResult<Self> {
+        let every = match gc_interval {
+            None => None,
+            Some(s) if s > 0.0 => Some(duration(py, "gc_interval", s)?),
+            Some(s) => {
+                return Err(errors::invalid(
+                    py,
+                    format!("gc_interval {s} must be positive or None"),
+                ))
+            }
+        };
+        Ok(Runtime {
+            rt: core::Runtime::builder().gc_interval(every).build(),
+            threads: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Creates a channel: at most one item per timestamp, random access by timestamp.
+    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
+    fn channel(
+        &self,
+        py: Python<'_>,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Channel> {
+        let ch = self
+            .rt
+            .channel(options(py, name, capacity, zone)?)
+            .map_err(|e| errors::stm_error(py, e))?;
+        Ok(Channel::wrap(ch))
+    }
+
+    /// Creates a queue: FIFO items, each delivered to exactly one getter.
+    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
+    fn queue(
+        &self,
+        py: Python<'_>,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Queue> {
+        let q = self
+            .rt
+            .queue(options(py, name, capacity, zone)?)
+            .map_err(|e| errors::stm_error(py, e))?;
+        Ok(Queue::wrap(q))
+    }
+
+    /// Creates a register: one overwritable value.
+    #[pyo3(signature = (name = None, *, zone = 0))]
+    fn register(&self, py: Python<'_>, name: Option<String>, zone: i64) -> PyResult<Register> {
+        let r = self
+            .rt
+            .register(options(py, name, None, zone)?)
+            .map_err(|e| errors::stm_error(py, e))?;
+        Ok(Register { reg: r })
+    }
+
+    /// The live container registered under ``name``, or ``None``.
+    fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
+        Ok(match self.rt.lookup(name) {
+            None => None,
+            Some(core::Named::Channel(c)) => Some(Py::new(py, Channel::wrap(c))?.into_any()),
+            Some(core::Named::Queue(q)) => Some(Py::new(py, Queue::wrap(q))?.into_any()),
+            Some(core::Named::Register(r)) => Some(Py::new(py, Register { reg: r })?.into_any()),
+            Some(_) => None,
+        })
+    }
+
+    /// Names of the live registered containers.
+    fn names(&self) -> Vec<String> {
+        self.rt.names()
+    }
+
+    /// Creates a task with virtual time ``vt`` on the calling thread.
+    #[pyo3(signature = (vt = 0, *, name = None, zone = 0))]
+    fn task(
+        &self,
+        py: Python<'_>,
+        vt: Timestamp,
+        name: Option<String>,
+        zone: i64,
+    ) -> PyResult<Task> {
+        let mut b = self
+            .rt
+            .task_builder()
+            .virtual_time(vt)
+            .zone(zone_id(py, zone)?);
+        if let Some(n) = name {
+            b = b.name(n);
+        }
+        Ok(Task::wrap(
+            b.create().map_err(|e| errors::stm_error(py, e))?,
+        ))
+    }
+
+    /// Starts ``target(task, *args)`` on a new thread with a new task (virtual time ``vt``);
+    /// the task exits when ``target`` returns. Returns the thread (``result()`` joins it).
+    #[pyo3(signature = (target, *args, vt = 0, name = None, zone = 0, daemon = false))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn spawn(
+        &self,
+        py: Python<'_>,
+        target: Py<PyAny>,
+        args: Bound<'_, PyTuple>,
+        vt: Timestamp,
+        name: Option<String>,
+        zone: i64,
+        daemon: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let task = Py::new(py, self.task(py, vt, name, zone)?)?;
+        let thread = py
+            .import("stampede._tasks")?
+            .getattr("TaskThread")?
+            .call1((task, target, args, daemon))?;
+        thread.call_method0("start")?;
+        let thread = thread.unbind();
+        let mut threads = lock(&self.threads);
+        threads.retain(|t| {
+            t.bind(py)
+                .call_method0("is_alive")
+                .and_then(|a| a.is_truthy())
+                .unwrap_or(false)
+        });
+        threads.push(thread.clone_ref(py));
+        Ok(thread)
+    }
+
+    /// Joins every thread started by ``spawn``; raises the first exception one of them raised.
+    #[pyo3(signature = (timeout = None))]
+    fn join_all(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let deadline = deadline(py, timeout)?;
+        let threads: Vec<Py<PyAny>> = std::mem::take(&mut *lock(&self.threads));
+        let mut first_err = None;
+        for t in threads {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64());
+            if let Err(e) = t.bind(py).call_method1("result", (left,)) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Runs a collection pass in ``zone`` now; returns the zone's floor.
+    #[pyo3(signature = (zone = 0))]
+    fn collect(&self, py: Python<'_>, zone: i64) -> PyResult<Timestamp> {
+        let z = zone_id(py, zone)?;
+        Ok(py.detach(|| self.rt.collect_zone(z)))
+    }
+
+    /// Every term of ``zone``'s watermark and what holds it.
+    #[pyo3(signature = (zone = 0))]
+    fn explain(&self, py: Python<'_>, zone: i64) -> PyResult<WatermarkReport> {
+        let z = zone_id(py, zone)?;
+        let r = py.detach(|| self.rt.explain(z));
+        Ok(WatermarkReport::from(r))
+    }
+
+    /// Collection counters of ``zone``.
+    #[pyo3(signature = (zone = 0))]
+    fn gc_stats(&self, py: Python<'_>, zone: i64) -> PyResult<GcStats> {
+        let s = self.rt.gc_stats(zone_id(py, zone)?);
+        Ok(GcStats {
+            passes: s.passes,
+            reclaimed: s.reclaimed,
+            floor: s.floor,
+        })
+    }
+
+    /// Stops the background collector (passes still run on demand).
+    fn close(&self) {
+        self.rt.stop_collector();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _t: Option<Bound<'_, PyAny>>,
+        _e: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.close();
+    }
+}
+
+/// A thread of control with a virtual time.
+///
+/// Virtual time orders what the task may still put and bounds garbage collection: the task
+/// never puts below its visibility, and items at or above it stay available to it.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Task {
+    task: Mutex<Option<Arc<core::Task>>>,
+    id: u64,
+    name: String,
+    zone: u32,
+}
+
+impl Task {
+    pub(crate) fn wrap(t: core::Task) -> Task {
+        Task {
+            id: t.id().0,
+            name: t.name().to_owned(),
+            zone: t.zone().0,
+            task: Mutex::new(Some(Arc::new(t))),
+        }
+    }
+
+    fn get(&self, py: Python<'_>) -> PyResult<Arc<core::Task>> {
+        lock(&self.task).clone().ok_or_else(|| {
+            errors::raise(
+                py,
+                Exc::TaskExited,
+                (format!("task {} has exited", self.name),),
+            )
+        })
+    }
+}
+
+#[pymethods]
+impl Task {
+    /// The task's id, unique in its runtime.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.id
+    }
+    /// The task's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+    /// The task's time zone.
+    #[getter]
+    fn zone(&self) -> u32 {
+        self.zone
+    }
+    /// The task's virtual time.
+    #[getter]
+    fn virtual_time(&self, py: Python<'_>) -> PyResult<Timestamp> {
+        Ok(self.get(py)?.virtual_time())
+    }
+    /// The lowest timestamp the task may still put: its virtual time, or the oldest item it
+    /// holds open if that is lower.
+    #[getter]
+    fn visibility(&self, py: Python<'_>) -> PyResult<Timestamp> {
+        Ok(self.get(py)?.visibility())
+    }
+    /// Whether the task has exited.
+    #[getter]
+    fn exited(&self) -> bool {
+        lock(&self.task).is_none()
+    }
+
+    /// Sets the virtual time; lowering it below the visibility raises ``BelowVisibility``.
+    fn set_virtual_time(&self, py: Python<'_>, vt: Timestamp) -> PyResult<()> {
+        self.get(py)?
+            .set_virtual_time(vt)
+            .map_err(|e| errors::stm_error(py, e))
+    }
+
+    /// Attaches for getting: a ``ChannelInput``, ``QueueInput`` or ``RegisterInput``.
+    fn attach_input(&self, py: Python<'_>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let t = self.get(py)?;
+        let stm = |e| errors::stm_error(py, e);
+        if let Ok(c) = container.cast::<Channel>() {
+            let conn = t.attach_input(&c.get().ch).map_err(stm)?;
+            return Ok(Py::new(
+                py,
+                ChannelInput {
+                    conn: Conn::new(conn),
+                    channel: c.clone().unbind(),
+                },
+            )?
+            .into_any());
+        }
+        if let Ok(q) = container.cast::<Queue>() {
+            let conn = t.attach_input(&q.get().q).map_err(stm)?;
+            return Ok(Py::new(
+                py,
+                QueueInput {
+                    conn: Conn::new(conn),
+                    queue: q.clone().unbind(),
+                },
+            )?
+            .into_any());
+        }
+        if let Ok(r) = container.cast::<Register>() {
+            let conn = t.attach_input(&r.get().reg).map_err(stm)?;
+            return Ok(Py::new(
+                py,
+                RegisterInput {
+                    conn: Conn::new(conn),
+                    register: r.clone().unbind(),
+                },
+            )?
+            .into_any());
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "attach_input needs a Channel, Queue or Register, not {}",
+            container.get_type()
+        )))
+    }
+
+    /// Attaches for putting: a ``ChannelOutput``, ``QueueOutput`` or ``RegisterOutput``.
+    fn attach_output(&self, py: Python<'_>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let t = self.get(py)?;
+        let stm = |e| errors::stm_error(py, e);
+        if let Ok(c) = container.cast::<Channel>() {
+            let conn = t.attach_output(&c.get().ch).map_err(stm)?;
+            let bounded = c.get().ch.capacity().is_some();
+            return Ok(Py::new(
+                py,
+                ChannelOutput {
+                    conn: Conn::new(conn),
+                    channel: c.clone().unbind(),
+                    bounded,
+                },
+            )?
+            .into_any());
+        }
+        if let Ok(q) = container.cast::<Queue>() {
+            let conn = t.attach_output(&q.get().q).map_err(stm)?;
+            return Ok(Py::new(
+                py,
+                QueueOutput {
+                    conn: Conn::new(conn),
+                    queue: q.clone().unbind(),
+                },
+            )?
+            .into_any());
+        }
+        if let Ok(r) = container.cast::<Register>() {
+            let conn = t.attach_output(&r.get().reg).map_err(stm)?;
+            return Ok(Py::new(
+                py,
+                RegisterOutput {
+                    conn: Conn::new(conn),
+                    register: r.clone().unbind(),
+                },
+            )?
+            .into_any());
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "attach_output needs a Channel, Queue or Register, not {}",
+            container.get_type()
+        )))
+    }
+
+    /// Creates a child task; its virtual time defaults to this task's and may not be below
+    /// this task's visibility.
+    #[pyo3(signature = (vt = None, *, name = None))]
+    fn child(&self, py: Python<'_>, vt: Option<Timestamp>, name: Option<String>) -> PyResult<Task> {
+        let t = self.get(py)?;
+        let mut b = t.child();
+        if let Some(vt) = vt {
+            b = b.virtual_time(vt);
+        }
+        if let Some(n) = name {
+            b = b.name(n);
+        }
+        Ok(Task::wrap(
+            b.create().map_err(|e| errors::stm_error(py, e))?,
+        ))
+    }
+
+    /// A pacer ticking every ``period`` seconds (see ``Pacer``).
+    #[pyo3(signature = (period, *, tolerance = 0.0, on_late = None))]
+    fn pacer(
+        &self,
+        py: Python<'_>,
+        period: f64,
+        tolerance: f64,
+        on_late: Option<Py<PyAny>>,
+    ) -> PyResult<crate::extras::Pacer> {
+        crate::extras::Pacer::create(py, period, tolerance, on_late)
+    }
+
+    /// Exits: the task's connections detach, and it no longer holds the watermark.
+    fn exit(&self, py: Python<'_>) {
+        let t = lock(&self.task).take();
+        py.detach(|| drop(t));
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _e: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.exit(py);
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Task(id={}, name={:?})", self.id, self.name)
+    }
+}
+
+/// A connection that Python can detach while other threads use it.
+pub(crate) struct Conn<T> {
+    inner: Mutex<Option<Arc<T>>>,
+    id: u64,
+}
+
+pub(crate) trait HasId {
+    fn conn_id(&self) -> u64;
+}
+impl<C: Container> HasId for InputConnection<C> {
+    fn conn_id(&self) -> u64 {
+        self.id().0
+    }
+}
+impl<C: Container> HasId for OutputConnection<C> {
+    fn conn_id(&self) -> u64 {
+        self.id().0
+    }
+}
+
+impl<T: HasId + Send + Sync> Conn<T> {
+    fn new(c: T) -> Self {
+        Conn {
+            id: c.conn_id(),
+            inner: Mutex::new(Some(Arc::new(c))),
+        }
+    }
+
+    pub(crate) fn get(&self, py: Python<'_>) -> PyResult<Arc<T>> {
+        lock(&self.inner)
+            .clone()
+            .ok_or_else(|| errors::raise(py, Exc::Detached, ("the connection is detached",)))
+    }
+
+    fn is_detached(&self) -> bool {
+        lock(&self.inner).is_none()
+    }
+
+    fn detach(&self, py: Python<'_>) {
+        let c = lock(&self.inner).take();
+        py.detach(|| drop(c));
+    }
+
+    /// Takes the connection for another owner (a correlator); it must not be in use.
+    pub(crate) fn take(&self, py: Python<'_>) -> PyResult<T> {
+        let c = self.get(py)?;
+        lock(&self.inner).take();
+        Arc::try_unwrap(c)
+            .map_err(|_| errors::invalid(py, "the connection is in use by another thread"))
+    }
+}
+
+macro_rules! connection_common {
+    ($ty:ident) => {
+        #[pymethods]
+        impl $ty {
+            /// The connection's id.
+            #[getter]
+            fn id(&self) -> u64 {
+                self.conn.id
+            }
+            /// Whether the connection was detached (or handed to a correlator).
+            #[getter]
+            fn detached(&self) -> bool {
+                self.conn.is_detached()
+            }
+            /// Detaches: open items close, and the connection no longer holds the watermark.
+            fn detach(&self, py: Python<'_>) {
+                self.conn.detach(py)
+            }
+            fn __enter__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+            fn __exit__(
+                &self,
+                py: Python<'_>,
+                _t: Option<Bound<'_, PyAny>>,
+                _e: Option<Bound<'_, PyAny>>,
+                _tb: Option<Bound<'_, PyAny>>,
+            ) {
+                self.conn.detach(py)
+            }
+        }
+    };
+}
+
+/// A channel selector: an ``int`` (that exact timestamp) or a ``Selector``.
+fn selector(sel: &Bound<'_, PyAny>) -> PyResult<core::Selector> {
+    if let Ok(s) = sel.cast::<Selector>() {
+        return Ok(match *s.get() {
+            Selector::Oldest => core::Selector::Oldest,
+            Selector::Newest => core::Selector::Newest,
+            Selector::NewestUnseen => core::Selector::NewestUnseen,
+            Selector::NextUnseen => core::Selector::NextUnseen,
+        });
+    }
+    match sel.extract::<Timestamp>() {
+        Ok(ts) => Ok(core::Selector::Exact(ts)),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "a selector is an int timestamp or a stampede.Selector, not {}",
+            sel.get_type()
+        ))),
+    }
+}
+
+/// Which item a channel get asks for (an ``int`` asks for that exact timestamp).
+#[pyclass(module = "stampede", frozen, eq, eq_int, hash, skip_from_py_object)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Selector {
+    /// The oldest item not consumed on this connection.
+    #[pyo3(name = "OLDEST")]
+    Oldest,
+    /// The newest item not consumed on this connection.
+    #[pyo3(name = "NEWEST")]
+    Newest,
+    /// The newest item this connection has never gotten; skips stale items.
+    #[pyo3(name = "NEWEST_UNSEEN")]
+    NewestUnseen,
+    /// The oldest unconsumed item newer than this connection's last get (in-order streaming).
+    #[pyo3(name = "NEXT_UNSEEN")]
+    NextUnseen,
+}
+
+/// Timestamp-indexed items, at most one per timestamp.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Channel {
+    pub(crate) ch: core::Channel,
+    subs: Subscriptions,
+}
+
+impl Channel {
+    fn wrap(ch: core::Channel) -> Self {
+        Channel {
+            ch,
+            subs: Subscriptions::default(),
+        }
+    }
+}
+
+/// Arrival subscriptions by the ids handed to Python.
+#[derive(Default)]
+struct Subscriptions {
+    next: AtomicU64,
+    ids: Mutex<HashMap<u64, core::SubscriptionId>>,
+}
+
+impl Subscriptions {
+    fn add(&self, id: core::SubscriptionId) -> u64 {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        lock(&self.ids).insert(n, id);
+        n
+    }
+    fn remove(&self, n: u64) -> Option<core::SubscriptionId> {
+        lock(&self.ids).remove(&n)
+    }
+}
+
+fn garbage_handler(handler: Py<PyAny>) -> impl Fn(Timestamp, &core::Item) + Send + Sync + 'static {
+    move |ts, item| {
+        call_back(|py| {
+            let v = items::to_python(py, item)?;
+            handler.bind(py).call1((ts, v))?;
+            Ok(())
+        })
+    }
+}
+
+fn arrival_callback(cb: Py<PyAny>) -> impl Fn(Timestamp) + Send + Sync + 'static {
+    move |ts| {
+        call_back(|py| {
+            cb.bind(py).call1((ts,))?;
+            Ok(())
+        })
+    }
+}
+
+fn wrap_arrivals(py: Python<'_>, a: core::Arrivals) -> PyResult<Py<PyAny>> {
+    let raw = Py::new(py, crate::extras::RawArrivals::new(a))?;
+    Ok(py
+        .import("stampede._arrivals")?
+        .getattr("Arrivals")?
+        .call1((raw,))?
+        .unbind())
+}
+
+fn check_capacity(py: Python<'_>, capacity: i64) -> PyResult<usize> {
+    if capacity < 1 {
+        return Err(errors::invalid(
+            py,
+            format!("capacity {capacity} must be at least 1"),
+        ));
+    }
+    Ok(capacity as usize)
+}
+
+#[pymethods]
+impl Channel {
+    /// The registered name, if any.
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.ch.name()
+    }
+    /// The capacity of a bounded channel; ``None`` when unbounded.
+    #[getter]
+    fn capacity(&self) -> Option<usize> {
+        self.ch.capacity()
+    }
+    /// The channel's time zone.
+    #[getter]
+    fn zone(&self) -> u32 {
+        self.ch.zone().0
+    }
+    fn __len__(&self) -> usize {
+        self.ch.len()
+    }
+    /// Timestamps of the items stored now, ascending.
+    fn timestamps(&self) -> Vec<Timestamp> {
+        self.ch.timestamps()
+    }
+    /// Counters.
+    fn stats(&self) -> ChannelStats {
+        let s = self.ch.stats();
+        ChannelStats {
+            items: s.items,
+            connections: s.connections,
+            open: s.open,
+            puts: s.puts,
+            gets: s.gets,
+            reclaimed: s.reclaimed,
+            skipped: s.skipped,
+            full: s.full,
+        }
+    }
+    /// Closes the channel: puts fail with ``Closed``; gets drain what is left, then fail.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.ch.close())
+    }
+    /// Whether the channel was closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.ch.is_closed()
+    }
+    /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item.
+    fn on_garbage(&self, handler: Py<PyAny>) {
+        self.ch.on_garbage(garbage_handler(handler));
+    }
+    /// Calls ``callback(ts)`` on the putting thread for every new item; returns an id for
+    /// ``unsubscribe``.
+    fn on_arrival(&self, callback: Py<PyAny>) -> u64 {
+        self.subs
+            .add(self.ch.on_arrival(arrival_callback(callback)))
+    }
+    /// Removes an arrival callback or stream; whether it existed.
+    fn unsubscribe(&self, subscription: u64) -> bool {
+        self.subs
+            .remove(subscription)
+            .is_some_and(|id| self.ch.unsubscribe(id))
+    }
+    /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
+    #[pyo3(signature = (capacity = 1024))]
+    fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
+        wrap_arrivals(py, self.ch.arrivals(check_capacity(py, capacity)?))
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Channel(name={:?}, items={})",
+            self.ch.name(),
+            self.ch.len()
+        )
+    }
+}
+
+/// FIFO items, each delivered to exactly one getter.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Queue {
+    pub(crate) q: core::Queue,
+    subs: Subscriptions,
+}
+
+impl Queue {
+    fn wrap(q: core::Queue) -> Self {
+        Queue {
+            q,
+            subs: Subscriptions::default(),
+        }
+    }
+}
+
+#[pymethods]
+impl Queue {
+    /// The registered name, if any.
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.q.name()
+    }
+    /// The capacity of a bounded queue; ``None`` when unbounded.
+    #[getter]
+    fn capacity(&self) -> Option<usize> {
+        self.q.capacity()
+    }
+    /// The queue's time zone.
+    #[getter]
+    fn zone(&self) -> u32 {
+        self.q.zone().0
+    }
+    fn __len__(&self) -> usize {
+        self.q.len()
+    }
+    /// Counters.
+    fn stats(&self) -> QueueStats {
+        let s = self.q.stats();
+        QueueStats {
+            waiting: s.waiting,
+            held: s.held,
+            puts: s.puts,
+            gets: s.gets,
+            consumed: s.consumed,
+            redelivered: s.redelivered,
+            full: s.full,
+        }
+    }
+    /// Closes the queue: puts fail with ``Closed``; gets drain what is left, then fail.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.q.close())
+    }
+    /// Calls ``handler(ts, value)`` for every reclaimed item.
+    fn on_garbage(&self, handler: Py<PyAny>) {
+        self.q.on_garbage(garbage_handler(handler));
+    }
+    /// Calls ``callback(ts)`` on the putting thread for every new item.
+    fn on_arrival(&self, callback: Py<PyAny>) -> u64 {
+        self.subs.add(self.q.on_arrival(arrival_callback(callback)))
+    }
+    /// Removes an arrival callback or stream; whether it existed.
+    fn unsubscribe(&self, subscription: u64) -> bool {
+        self.subs
+            .remove(subscription)
+            .is_some_and(|id| self.q.unsubscribe(id))
+    }
+    /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
+    #[pyo3(signature = (capacity = 1024))]
+    fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
+        wrap_arrivals(py, self.q.arrivals(check_capacity(py, capacity)?))
+    }
+    fn __repr__(&self) -> String {
+        format!("Queue(name={:?}, waiting={})", self.q.name(), self.q.len())
+    }
+}
+
+/// A single overwritable value.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Register {
+    pub(crate) reg: core::Register,
+}
+
+#[pymethods]
+impl Register {
+    /// The registered name, if any.
+    #[getter]
+    fn name(&self) -> Option<&str> {
+        self.reg.name()
+    }
+    /// The register's time zone.
+    #[getter]
+    fn zone(&self) -> u32 {
+        self.reg.zone().0
+    }
+    /// The current ``(sequence, value)`` without waiting, or ``None`` before the first write.
+    fn peek(&self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
+        match self.reg.peek() {
+            None => Ok(None),
+            Some((seq, item)) => Ok(Some((seq, items::to_python(py, &item)?))),
+        }
+    }
+    /// Closes the register.
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.reg.close())
+    }
+}
+
+/// A task's connection for putting into a channel.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct ChannelOutput {
+    conn: Conn<OutputConnection<core::Channel>>,
+    channel: Py<Channel>,
+    bounded: bool,
+}
+connection_common!(ChannelOutput);
+
+fn put_options(py: Python<'_>, consumers: Option<i64>) -> PyResult<PutOptions> {
+    let o = PutOptions::default();
+    Ok(match consumers {
+        None => o,
+        Some(n) => o.consumers(u32::try_from(n).map_err(|_| {
+            errors::raise(
+                py,
+                Exc::InvalidArgument,
+                (format!("consumers={n} is not in 0..2**32"),),
+            )
+        })?),
+    })
+}
+
+#[pymethods]
+impl ChannelOutput {
+    /// The channel.
+    #[getter]
+    fn channel(&self, py: Python<'_>) -> Py<Channel> {
+        self.channel.clone_ref(py)
+    }
+
+    /// Puts ``item`` at ``ts``; a full bounded channel makes it wait (at most ``timeout``
+    /// seconds, then ``Full``). ``consumers=n`` reclaims the item once ``n`` connections
+    /// consumed it.
+    #[pyo3(signature = (ts, item, *, consumers = None, timeout = None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        ts: Timestamp,
+        item: &Bound<'_, PyAny>,
+        consumers: Option<i64>,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
+        let conn = self.conn.get(py)?;
+        let opts = put_options(py, consumers)?;
+        let mut it = items::to_item(py, item)?;
+        if !self.bounded {
+            return conn
+                .put_with(ts, it, opts.wait(Wait::Never))
+                .map_err(|e| errors::put_error(py, e));
+        }
+        let deadline = deadline(py, timeout)?;
+        loop {
+            let (slice, last) = next_slice(deadline);
+            match py.detach(|| conn.put_with(ts, it, opts.wait(Wait::For(slice)))) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_full() && !last => {
+                    it = e.into_item();
+                    py.check_signals()?;
+                }
+                Err(e) => return Err(errors::put_error(py, e)),
+            }
+        }
+    }
+
+    /// Puts without waiting; a full channel raises ``Full``.
+    #[pyo3(signature = (ts, item, *, consumers = None))]
+    fn try_put(
+        &self,
+        py: Python<'_>,
+        ts: Timestamp,
+        item: &Bound<'_, PyAny>,
+        consumers: Option<i64>,
+    ) -> PyResult<()> {
+        let conn = self.conn.get(py)?;
+        let opts = put_options(py, consumers)?.wait(Wait::Never);
+        let it = items::to_item(py, item)?;
+        conn.put_with(ts, it, opts)
+            .map_err(|e| errors::put_error(py, e))
+    }
+}
+
+/// A task's connection for getting from a channel.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct ChannelInput {
+    pub(crate) conn: Conn<InputConnection<core::Channel>>,
+    channel: Py<Channel>,
+}
+connection_common!(ChannelInput);
+
+fn item_pair(py: Python<'_>, ts: Timestamp, item: &core::Item) -> PyResult<Py<PyAny>> {
+    let v = items::to_python(py, item)?;
+    Ok((ts, v).into_pyobject(py)?.into_any().unbind())
+}
+
+#[pymethods]
+impl ChannelInput {
+    /// The channel.
+    #[getter]
+    fn channel(&self, py: Python<'_>) -> Py<Channel> {
+        self.channel.clone_ref(py)
+    }
+
+    /// ``(ts, value)`` of the item ``selector`` names, waiting for it (at most ``timeout``
+    /// seconds, then ``Timeout``). The item stays open until consumed.
+    #[pyo3(signature = (selector, *, timeout = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        selector: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let sel = self::selector(selector)?;
+        let conn = self.conn.get(py)?;
+        let deadline = deadline(py, timeout)?;
+        let r = match conn.try_get(sel) {
+            Err(GetError::Unavailable(_)) => {
+                blocking(py, deadline, |w| conn.get_with(sel, w), is_timeout)?
+            }
+            r => r,
+        };
+        match r {
+            Ok((ts, item)) => item_pair(py, ts, &item),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+
+    /// ``(ts, value)`` without waiting; raises ``Unavailable`` (with the neighbouring
+    /// timestamps) when nothing matches.
+    fn try_get(&self, py: Python<'_>, selector: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let sel = self::selector(selector)?;
+        let conn = self.conn.get(py)?;
+        match conn.try_get(sel) {
+            Ok((ts, item)) => item_pair(py, ts, &item),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+
+    /// Marks the item at ``ts`` consumed on this connection.
+    fn consume(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
+        self.conn
+            .get(py)?
+            .consume(ts)
+            .map_err(|e| errors::stm_error(py, e))
+    }
+
+    /// Marks every item at or below ``ts`` consumed, including ones not put yet.
+    fn consume_until(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
+        self.conn
+            .get(py)?
+            .consume_until(ts)
+            .map_err(|e| errors::stm_error(py, e))
+    }
+}
+
+/// An item gotten from a queue: its timestamp, ticket and value.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct QueueItem {
+    /// The item's timestamp.
+    ts: Timestamp,
+    /// The ticket to consume it with.
+    ticket: u64,
+    /// The value.
+    value: Py<PyAny>,
+}
+
+#[pymethods]
+impl QueueItem {
+    fn __repr__(&self) -> String {
+        format!("QueueItem(ts={}, ticket={})", self.ts, self.ticket)
+    }
+}
+
+/// A task's connection for putting into a queue.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct QueueOutput {
+    conn: Conn<OutputConnection<core::Queue>>,
+    queue: Py<Queue>,
+}
+connection_common!(QueueOutput);
+
+#[pymethods]
+impl QueueOutput {
+    /// The queue.
+    #[getter]
+    fn queue(&self, py: Python<'_>) -> Py<Queue> {
+        self.queue.clone_ref(py)
+    }
+
+    /// Appends ``item`` with timestamp ``ts``, waiting while a bounded queue is full (at most
+    /// ``timeout`` seconds, then ``Full``); returns the item's ticket.
+    #[pyo3(signature = (ts, item, *, timeout = None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        ts: Timestamp,
+        item: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<u64> {
+        let conn = self.conn.get(py)?;
+        let mut it = items::to_item(py, item)?;
+        let deadline = deadline(py, timeout)?;
+        loop {
+            let (slice, last) = next_slice(deadline);
+            match py.detach(|| conn.put_with(ts, it, Wait::For(slice))) {
+                Ok(t) => return Ok(t),
+                Err(e) if e.is_full() && !last => {
+                    it = e.into_item();
+                    py.check_signals()?;
+                }
+                Err(e) => return Err(errors::put_error(py, e)),
+            }
+        }
+    }
+
+    /// Appends without waiting; a full queue raises ``Full``.
+    fn try_put(&self, py: Python<'_>, ts: Timestamp, item: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let conn = self.conn.get(py)?;
+        let it = items::to_item(py, item)?;
+        conn.try_put(ts, it).map_err(|e| errors::put_error(py, e))
+    }
+}
+
+/// A task's connection for getting from a queue.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct QueueInput {
+    conn: Conn<InputConnection<core::Queue>>,
+    queue: Py<Queue>,
+}
+connection_common!(QueueInput);
+
+fn queue_item(py: Python<'_>, qi: core::QueueItem) -> PyResult<QueueItem> {
+    Ok(QueueItem {
+        ts: qi.ts,
+        ticket: qi.ticket,
+        value: items::to_python(py, &qi.item)?,
+    })
+}
+
+#[pymethods]
+impl QueueInput {
+    /// The queue.
+    #[getter]
+    fn queue(&self, py: Python<'_>) -> Py<Queue> {
+        self.queue.clone_ref(py)
+    }
+
+    /// Takes the oldest waiting item, waiting for one (at most ``timeout`` seconds). It is
+    /// held by this connection until consumed; if the connection detaches first, it is
+    /// delivered again to another getter.
+    #[pyo3(signature = (*, timeout = None))]
+    fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<QueueItem> {
+        let conn = self.conn.get(py)?;
+        let deadline = deadline(py, timeout)?;
+        let r = match conn.try_get() {
+            Err(GetError::Unavailable(_)) => {
+                blocking(py, deadline, |w| conn.get_with(w), is_timeout)?
+            }
+            r => r,
+        };
+        match r {
+            Ok(qi) => queue_item(py, qi),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+
+    /// Takes the oldest waiting item without waiting; raises ``Unavailable`` if none.
+    fn try_get(&self, py: Python<'_>) -> PyResult<QueueItem> {
+        let conn = self.conn.get(py)?;
+        match conn.try_get() {
+            Ok(qi) => queue_item(py, qi),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+
+    /// Consumes the item with ``ticket``.
+    fn consume(&self, py: Python<'_>, ticket: u64) -> PyResult<()> {
+        self.conn
+            .get(py)?
+            .consume(ticket)
+            .map_err(|e| errors::stm_error(py, e))
+    }
+}
+
+/// A task's connection for writing a register.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct RegisterOutput {
+    conn: Conn<OutputConnection<core::Register>>,
+    register: Py<Register>,
+}
+connection_common!(RegisterOutput);
+
+#[pymethods]
+impl RegisterOutput {
+    /// The register.
+    #[getter]
+    fn register(&self, py: Python<'_>) -> Py<Register> {
+        self.register.clone_ref(py)
+    }
+    /// Overwrites the value; returns its sequence number.
+    fn write(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let conn = self.conn.get(py)?;
+        let it = items::to_item(py, item)?;
+        conn.write(it).map_err(|e| errors::stm_error(py, e))
+    }
+}
+
+/// A task's connection for reading a register.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct RegisterInput {
+    conn: Conn<InputConnection<core::Register>>,
+    register: Py<Register>,
+}
+connection_common!(RegisterInput);
+
+#[pymethods]
+impl RegisterInput {
+    /// The register.
+    #[getter]
+    fn register(&self, py: Python<'_>) -> Py<Register> {
+        self.register.clone_ref(py)
+    }
+    /// ``(sequence, value)`` of a write newer than this connection's last read, waiting for
+    /// one (at most ``timeout`` seconds).
+    #[pyo3(signature = (*, timeout = None))]
+    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(u64, Py<PyAny>)> {
+        let conn = self.conn.get(py)?;
+        let deadline = deadline(py, timeout)?;
+        let r = match conn.try_read() {
+            Err(GetError::Unavailable(_)) => {
+                blocking(py, deadline, |w| conn.read_with(w), is_timeout)?
+            }
+            r => r,
+        };
+        match r {
+            Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+    /// ``(sequence, value)`` of a newer write without waiting; ``Unavailable`` if none.
+    fn try_read(&self, py: Python<'_>) -> PyResult<(u64, Py<PyAny>)> {
+        match self.conn.get(py)?.try_read() {
+            Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
+            Err(e) => Err(errors::get_error(py, e)),
+        }
+    }
+}
+
+/// Counters of a channel.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct ChannelStats {
+    /// Items stored now.
+    items: usize,
+    /// Input connections attached now.
+    connections: usize,
+    /// Items open (gotten, not consumed), summed over connections.
+    open: usize,
+    /// Successful puts.
+    puts: u64,
+    /// Successful gets.
+    gets: u64,
+    /// Items reclaimed.
+    reclaimed: u64,
+    /// Items passed over by ``NEWEST_UNSEEN`` gets.
+    skipped: u64,
+    /// Puts that found the channel full.
+    full: u64,
+}
+
+/// Counters of a queue.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct QueueStats {
+    /// Items waiting for a getter.
+    waiting: usize,
+    /// Items gotten and not yet consumed.
+    held: usize,
+    /// Successful puts.
+    puts: u64,
+    /// Successful gets.
+    gets: u64,
+    /// Items consumed.
+    consumed: u64,
+    /// Items delivered again after their getter detached or exited.
+    redelivered: u64,
+    /// Puts that found the queue full.
+    full: u64,
+}
+
+/// Collection counters of a zone.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct GcStats {
+    /// Passes run.
+    passes: u64,
+    /// Items reclaimed by the watermark or by reference counts.
+    reclaimed: u64,
+    /// The floor: everything below it has been reclaimed.
+    floor: Timestamp,
+}
+
+/// One term of a watermark: a timestamp and what holds it there.
+#[pyclass(module = "stampede", frozen, get_all, skip_from_py_object)]
+#[derive(Clone)]
+pub(crate) struct Hold {
+    /// The timestamp this term holds the watermark at.
+    ts: Timestamp,
+    /// ``"virtual_time"``, ``"pending_put"``, ``"unconsumed"``, ``"queue_item"`` or ``"horizon"``.
+    cause: &'static str,
+    /// The task involved, if any.
+    task: Option<u64>,
+    /// Its name.
+    task_name: Option<String>,
+    /// The container involved, if any.
+    container: Option<u64>,
+    /// Its registered name.
+    container_name: Option<String>,
+    /// The input connection, for ``"unconsumed"``.
+    connection: Option<u64>,
+    /// The queue ticket, for ``"queue_item"``.
+    ticket: Option<u64>,
+    /// A sentence saying all of the above.
+    description: String,
+}
+
+#[pymethods]
+impl Hold {
+    fn __repr__(&self) -> String {
+        format!("Hold({})", self.description)
+    }
+}
+
+impl From<&core::Hold> for Hold {
+    fn from(h: &core::Hold) -> Self {
+        let mut out = Hold {
+            ts: h.ts,
+            cause: "horizon",
+            task: None,
+            task_name: None,
+            container: None,
+            container_name: None,
+            connection: None,
+            ticket: None,
+            description: h.to_string(),
+        };
+        match &h.cause {
+            core::HoldCause::VirtualTime { task, task_name } => {
+                out.cause = "virtual_time";
+                out.task = Some(task.0);
+                out.task_name = Some(task_name.clone());
+            }
+            core::HoldCause::PendingPut {
+                task,
+                task_name,
+                container,
+            } => {
+                out.cause = "pending_put";
+                out.task = Some(task.0);
+                out.task_name = Some(task_name.clone());
+                out.container = Some(container.0);
+            }
+            core::HoldCause::Unconsumed {
+                container,
+                container_name,
+                connection,
+                task,
+                task_name,
+            } => {
+                out.cause = "unconsumed";
+                out.container = Some(container.0);
+                out.container_name = container_name.clone();
+                out.connection = Some(connection.0);
+                out.task = Some(task.0);
+                out.task_name = Some(task_name.clone());
+            }
+            core::HoldCause::QueueItem {
+                container,
+                container_name,
+                ticket,
+                held_by,
+            } => {
+                out.cause = "queue_item";
+                out.container = Some(container.0);
+                out.container_name = container_name.clone();
+                out.ticket = Some(*ticket);
+                out.task = held_by.map(|t| t.0);
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// Every term of a zone's watermark: ``Runtime.explain``.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct WatermarkReport {
+    /// The zone.
+    #[pyo3(get)]
+    zone: u32,
+    /// The watermark applied so far; everything below it has been reclaimed.
+    #[pyo3(get)]
+    floor: Timestamp,
+    /// The watermark the terms give now (a pass would raise the floor to it).
+    #[pyo3(get)]
+    watermark: Timestamp,
+    /// Every term, lowest first.
+    #[pyo3(get)]
+    holds: Vec<Hold>,
+    text: String,
+}
+
+impl From<core::WatermarkReport> for WatermarkReport {
+    fn from(r: core::WatermarkReport) -> Self {
+        WatermarkReport {
+            zone: r.zone.0,
+            floor: r.floor,
+            watermark: r.watermark,
+            holds: r.holds.iter().map(Hold::from).collect(),
+            text: r.to_string(),
+        }
+    }
+}
+
+#[pymethods]
+impl WatermarkReport {
+    /// The terms at the watermark: what holds it back.
+    fn holders(&self) -> Vec<Hold> {
+        self.holds
+            .iter()
+            .filter(|h| h.ts == self.watermark)
+            .cloned()
+            .collect()
+    }
+    fn __str__(&self) -> String {
+        self.text.clone()
+    }
+}
+
+pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Runtime>()?;
+    m.add_class::<Task>()?;
+    m.add_class::<Selector>()?;
+    m.add_class::<Channel>()?;
+    m.add_class::<Queue>()?;
+    m.add_class::<Register>()?;
+    m.add_class::<ChannelInput>()?;
+    m.add_class::<ChannelOutput>()?;
+    m.add_class::<QueueInput>()?;
+    m.add_class::<QueueOutput>()?;
+    m.add_class::<QueueItem>()?;
+    m.add_class::<RegisterInput>()?;
+    m.add_class::<RegisterOutput>()?;
+    m.add_class::<ChannelStats>()?;
+    m.add_class::<QueueStats>()?;
+    m.add_class::<GcStats>()?;
+    m.add_class::<Hold>()?;
+    m.add_class::<WatermarkReport>()?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+"""Stampede: time-indexed channels, queues and registers for interactive stream pipelines.
+
+Tasks with virtual time put time-stamped items into containers and get them by timestamp;
+items nobody can still need are reclaimed below a watermark. Blocking calls release the GIL,
+numpy arrays are shared without copying, and every error is a :class:`StampedeError`.
+
+>>> import stampede as sp
+>>> with sp.Runtime() as rt, rt.task(0) as producer, rt.task(sp.INFINITY) as consumer:
+...     frames = rt.channel("frames", capacity=8)
+...     inp = consumer.attach_input(frames)
+...     producer.attach_output(frames).put(0, b"frame 0")
+...     inp.get(sp.NEXT_UNSEEN, timeout=1.0)
+(0, b'frame 0')
+"""
+
+from __future__ import annotations
+
+from ._arrivals import Arrivals
+from ._stampede import (
+    INFINITY,
+    Channel,
+    ChannelInput,
+    ChannelOutput,
+    ChannelStats,
+    Correlated,
+    Correlator,
+    GcStats,
+    Hold,
+    LateAction,
+    Lateness,
+    Opaque,
+    Pacer,
+    PacerStats,
+    Queue,
+    QueueInput,
+    QueueItem,
+    QueueOutput,
+    QueueStats,
+    Register,
+    RegisterInput,
+    RegisterOutput,
+    Runtime,
+    Selector,
+    Task,
+    Tick,
+    WatermarkReport,
+    register_type,
+    type_tag,
+)
+from ._tasks import TaskThread
+from .errors import (
+    BelowVisibility,
+    Closed,
+    Detached,
+    DuplicateTimestamp,
+    Full,
+    GetFailed,
+    Gone,
+    InvalidArgument,
+    InvalidTimestamp,
+    MarshalError,
+    NameTaken,
+    PutFailed,
+    StampedeError,
+    TaskExited,
+    Timeout,
+    TooManyConnections,
+    Unavailable,
+    UnknownTicket,
+    ZeroConsumers,
+    ZoneMismatch,
+)
+
+OLDEST = Selector.OLDEST
+"""Get the oldest item not consumed on this connection."""
+NEWEST = Selector.NEWEST
+"""Get the newest item not consumed on this connection."""
+NEWEST_UNSEEN = Selector.NEWEST_UNSEEN
+"""Get the newest item this connection has never gotten, skipping stale ones."""
+NEXT_UNSEEN = Selector.NEXT_UNSEEN
+"""Get the oldest unconsumed item newer than this connection's last get."""
+
+CONTINUE = LateAction.CONTINUE
+"""A late pacer tick goes on; later ticks keep their schedule."""
+SKIP = LateAction.SKIP
+"""A late pacer tick skips to the first virtual time still in the future."""
+RESYNC = LateAction.RESYNC
+"""A late pacer tick rebases the schedule to now."""
+
+__all__ = [
+    "INFINITY",
+    "OLDEST",
+    "NEWEST",
+    "NEWEST_UNSEEN",
+    "NEXT_UNSEEN",
+    "CONTINUE",
+    "SKIP",
+    "RESYNC",
+    "Arrivals",
+    "Channel",
+    "ChannelInput",
+    "ChannelOutput",
+    "ChannelStats",
+    "Correlated",
+    "Correlator",
+    "GcStats",
+    "Hold",
+    "LateAction",
+    "Lateness",
+    "Opaque",
+    "Pacer",
+    "PacerStats",
+    "Queue",
+    "QueueInput",
+    "QueueItem",
+    "QueueOutput",
+    "QueueStats",
+    "Register",
+    "RegisterInput",
+    "RegisterOutput",
+    "Runtime",
+    "Selector",
+    "Task",
+    "TaskThread",
+    "Tick",
+    "WatermarkReport",
+    "register_type",
+    "type_tag",
+    "StampedeError",
+    "PutFailed",
+    "Full",
+    "DuplicateTimestamp",
+    "InvalidTimestamp",
+    "ZeroConsumers",
+    "BelowVisibility",
+    "Closed",
+    "Detached",
+    "GetFailed",
+    "Unavailable",
+    "Timeout",
+    "Gone",
+    "ZoneMismatch",
+    "TaskExited",
+    "UnknownTicket",
+    "NameTaken",
+    "TooManyConnections",
+    "InvalidArgument",
+    "MarshalError",
+]

@@ -1,0 +1,149 @@
+"""Exceptions: one class per error kind, all under :class:`StampedeError`.
+
+The compiled module raises these; the mapping from the core's error kinds lives in one
+place (``crates/stampede-py/src/errors.rs``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StampedeError(Exception):
+    """Base class of every error Stampede raises."""
+
+
+class PutFailed(StampedeError):
+    """Base of the errors of a put; the rejected value is handed back in ``item``."""
+
+    def __init__(self, message: str, timestamp: int | None = None, item: Any = None) -> None:
+        super().__init__(message)
+        self.timestamp = timestamp
+        self.item = item
+
+
+class Full(PutFailed):
+    """The bounded container stayed full (``try_put``, or the timeout passed)."""
+
+
+class DuplicateTimestamp(PutFailed):
+    """The channel already holds (or held) an item with this timestamp."""
+
+
+class InvalidTimestamp(PutFailed):
+    """``INFINITY`` is never an item's timestamp."""
+
+
+class ZeroConsumers(PutFailed):
+    """A reference count must be at least 1."""
+
+
+class BelowVisibility(StampedeError):
+    """A put, or a virtual time, below what the task may use (virtual-time rules 1, 2, 4).
+
+    ``timestamp`` is what was asked for, ``visibility`` the lowest value allowed; for a put
+    the rejected value is in ``item``.
+    """
+
+    def __init__(
+        self, message: str, timestamp: int, visibility: int, item: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.timestamp = timestamp
+        self.visibility = visibility
+        self.item = item
+
+
+class Closed(StampedeError):
+    """The container was closed (a put's value is handed back in ``item``)."""
+
+    def __init__(self, message: str, item: Any = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class Detached(StampedeError):
+    """The connection was detached, or its task exited."""
+
+    def __init__(self, message: str, item: Any = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class GetFailed(StampedeError):
+    """Base of a get that found nothing: ``below`` and ``above`` are the nearest available
+    timestamps on either side of the request (``None`` where there is none)."""
+
+    def __init__(self, message: str, below: int | None = None, above: int | None = None) -> None:
+        super().__init__(message)
+        self.below = below
+        self.above = above
+
+
+class Unavailable(GetFailed):
+    """Nothing matched now (a non-blocking get)."""
+
+
+class Timeout(GetFailed, TimeoutError):
+    """Nothing matched before the timeout."""
+
+
+class Gone(StampedeError):
+    """The timestamp can never appear again: below the watermark, consumed on this
+    connection, or reclaimed by its reference count."""
+
+    def __init__(self, message: str, timestamp: int) -> None:
+        super().__init__(message)
+        self.timestamp = timestamp
+
+
+class ZoneMismatch(StampedeError):
+    """An output connection to a container of another time zone."""
+
+
+class TaskExited(StampedeError):
+    """The task has exited."""
+
+
+class UnknownTicket(StampedeError):
+    """No queue item with this ticket is held on this connection."""
+
+
+class NameTaken(StampedeError):
+    """A container with this name is already registered."""
+
+
+class TooManyConnections(StampedeError):
+    """The channel has as many input connections as it accepts."""
+
+
+class InvalidArgument(StampedeError, ValueError):
+    """An argument out of range (a zero reference count, a negative timeout, ...)."""
+
+
+class MarshalError(StampedeError, TypeError):
+    """A value could not be turned into an item, or an item back into a value."""
+
+
+__all__ = [
+    "StampedeError",
+    "PutFailed",
+    "Full",
+    "DuplicateTimestamp",
+    "InvalidTimestamp",
+    "ZeroConsumers",
+    "BelowVisibility",
+    "Closed",
+    "Detached",
+    "GetFailed",
+    "Unavailable",
+    "Timeout",
+    "Gone",
+    "ZoneMismatch",
+    "TaskExited",
+    "UnknownTicket",
+    "NameTaken",
+    "TooManyConnections",
+    "InvalidArgument",
+    "MarshalError",
+]
