@@ -1,9 +1,8 @@
 # Type stubs for the compiled module. `make lint-python` checks them with mypy --strict
 # (stubtest compares them with the built module).
-import enum
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Final, Generic, TypeVar, overload
+from typing import Any, ClassVar, Final, TypeVar, final, overload
 
 from ._arrivals import Arrivals
 from ._tasks import TaskThread
@@ -14,34 +13,30 @@ _T = TypeVar("_T")
 INFINITY: Final[int]
 """The largest timestamp: a task at virtual time INFINITY never holds the watermark."""
 
-class Selector(enum.Enum):
+@final
+class Selector:
     """Which item a channel get asks for (an ``int`` asks for that exact timestamp)."""
 
-    OLDEST = 0
-    NEWEST = 1
-    NEWEST_UNSEEN = 2
-    NEXT_UNSEEN = 3
+    OLDEST: ClassVar[Selector]
+    NEWEST: ClassVar[Selector]
+    NEWEST_UNSEEN: ClassVar[Selector]
+    NEXT_UNSEEN: ClassVar[Selector]
+    def __int__(self) -> int: ...
 
-OLDEST: Final[Selector]
-NEWEST: Final[Selector]
-NEWEST_UNSEEN: Final[Selector]
-NEXT_UNSEEN: Final[Selector]
-
-class LateAction(enum.Enum):
+@final
+class LateAction:
     """What a pacer's late handler decides."""
 
-    CONTINUE = 0
-    SKIP = 1
-    RESYNC = 2
+    CONTINUE: ClassVar[LateAction]
+    SKIP: ClassVar[LateAction]
+    RESYNC: ClassVar[LateAction]
+    def __int__(self) -> int: ...
 
-CONTINUE: Final[LateAction]
-SKIP: Final[LateAction]
-RESYNC: Final[LateAction]
-
+@final
 class Runtime:
     """An address space's Space-Time Memory: containers, tasks, garbage collection."""
 
-    def __init__(self, *, gc_interval: float | None = 0.005) -> None: ...
+    def __new__(cls, *, gc_interval: float | None = ...) -> Runtime: ...
     def channel(
         self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
     ) -> Channel: ...
@@ -74,6 +69,7 @@ class Runtime:
         tb: TracebackType | None,
     ) -> None: ...
 
+@final
 class Task:
     """A thread of control with a virtual time."""
 
@@ -108,7 +104,7 @@ class Task:
         period: float,
         *,
         tolerance: float = 0.0,
-        on_late: LateAction | Callable[[Lateness], LateAction] = LateAction.CONTINUE,
+        on_late: LateAction | Callable[[Lateness], LateAction] | None = None,
     ) -> Pacer: ...
     def exit(self) -> None: ...
     def __enter__(self) -> Task: ...
@@ -119,6 +115,7 @@ class Task:
         tb: TracebackType | None,
     ) -> None: ...
 
+@final
 class ChannelStats:
     items: int
     connections: int
@@ -129,6 +126,7 @@ class ChannelStats:
     skipped: int
     full: int
 
+@final
 class QueueStats:
     waiting: int
     held: int
@@ -138,6 +136,7 @@ class QueueStats:
     redelivered: int
     full: int
 
+@final
 class Channel:
     """Timestamp-indexed items, at most one per timestamp."""
 
@@ -158,6 +157,7 @@ class Channel:
     def unsubscribe(self, subscription: int) -> bool: ...
     def arrivals(self, capacity: int = 1024) -> Arrivals: ...
 
+@final
 class Queue:
     """FIFO items, each delivered to exactly one getter."""
 
@@ -175,6 +175,7 @@ class Queue:
     def unsubscribe(self, subscription: int) -> bool: ...
     def arrivals(self, capacity: int = 1024) -> Arrivals: ...
 
+@final
 class Register:
     """A single overwritable value."""
 
@@ -185,21 +186,21 @@ class Register:
     def peek(self) -> tuple[int, Any] | None: ...
     def close(self) -> None: ...
 
-class _Connection:
+
+@final
+class ChannelOutput:
     @property
     def id(self) -> int: ...
     @property
     def detached(self) -> bool: ...
     def detach(self) -> None: ...
-    def __enter__(self: _T) -> _T: ...
+    def __enter__(self) -> ChannelOutput: ...
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
-
-class ChannelOutput(_Connection):
     @property
     def channel(self) -> Channel: ...
     def put(
@@ -207,7 +208,20 @@ class ChannelOutput(_Connection):
     ) -> None: ...
     def try_put(self, ts: int, item: object, *, consumers: int | None = None) -> None: ...
 
-class ChannelInput(_Connection):
+@final
+class ChannelInput:
+    @property
+    def id(self) -> int: ...
+    @property
+    def detached(self) -> bool: ...
+    def detach(self) -> None: ...
+    def __enter__(self) -> ChannelInput: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
     @property
     def channel(self) -> Channel: ...
     def get(self, selector: Selector | int, *, timeout: float | None = None) -> tuple[int, Any]: ...
@@ -215,40 +229,95 @@ class ChannelInput(_Connection):
     def consume(self, ts: int) -> None: ...
     def consume_until(self, ts: int) -> None: ...
 
+@final
 class QueueItem:
     ts: int
     ticket: int
     value: Any
 
-class QueueOutput(_Connection):
+@final
+class QueueOutput:
+    @property
+    def id(self) -> int: ...
+    @property
+    def detached(self) -> bool: ...
+    def detach(self) -> None: ...
+    def __enter__(self) -> QueueOutput: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
     @property
     def queue(self) -> Queue: ...
     def put(self, ts: int, item: object, *, timeout: float | None = None) -> int: ...
     def try_put(self, ts: int, item: object) -> int: ...
 
-class QueueInput(_Connection):
+@final
+class QueueInput:
+    @property
+    def id(self) -> int: ...
+    @property
+    def detached(self) -> bool: ...
+    def detach(self) -> None: ...
+    def __enter__(self) -> QueueInput: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
     @property
     def queue(self) -> Queue: ...
     def get(self, *, timeout: float | None = None) -> QueueItem: ...
     def try_get(self) -> QueueItem: ...
     def consume(self, ticket: int) -> None: ...
 
-class RegisterOutput(_Connection):
+@final
+class RegisterOutput:
+    @property
+    def id(self) -> int: ...
+    @property
+    def detached(self) -> bool: ...
+    def detach(self) -> None: ...
+    def __enter__(self) -> RegisterOutput: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
     @property
     def register(self) -> Register: ...
     def write(self, item: object) -> int: ...
 
-class RegisterInput(_Connection):
+@final
+class RegisterInput:
+    @property
+    def id(self) -> int: ...
+    @property
+    def detached(self) -> bool: ...
+    def detach(self) -> None: ...
+    def __enter__(self) -> RegisterInput: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
     @property
     def register(self) -> Register: ...
     def read(self, *, timeout: float | None = None) -> tuple[int, Any]: ...
     def try_read(self) -> tuple[int, Any]: ...
 
+@final
 class Lateness:
     vt: int
     late: float
     ticks_behind: int
 
+@final
 class Tick:
     """The outcome of Pacer.sync: kind is "on_time", "late", "skip" or "resynced"."""
 
@@ -256,12 +325,14 @@ class Tick:
     late: float
     skip_to: int | None
 
+@final
 class PacerStats:
     on_time: int
     late: int
     skipped: int
     resyncs: int
 
+@final
 class Pacer:
     """Paces a task to real time: tick vt is due vt periods after the first sync."""
 
@@ -270,14 +341,16 @@ class Pacer:
     def sync(self, vt: int) -> Tick: ...
     def stats(self) -> PacerStats: ...
 
+@final
 class Correlated:
     ts: int
     items: list[tuple[int, Any]]
 
+@final
 class Correlator:
     """Sets of items, one per input channel, that belong to the same moment."""
 
-    def __init__(self, inputs: Sequence[ChannelInput], *, within: int | None = None) -> None: ...
+    def __new__(cls, inputs: Sequence[ChannelInput], *, within: int | None = None) -> Correlator: ...
     @property
     def skipped(self) -> int: ...
     def get(self, *, timeout: float | None = None) -> Correlated: ...
@@ -286,6 +359,7 @@ class Correlator:
     def consume_until(self, matched: Correlated) -> None: ...
     def close(self) -> None: ...
 
+@final
 class _RawArrivals:
     @property
     def dropped(self) -> int: ...
@@ -293,6 +367,7 @@ class _RawArrivals:
     def next_timeout(self, timeout: float | None = None) -> int | None: ...
     def close(self) -> None: ...
 
+@final
 class Hold:
     ts: int
     cause: str
@@ -304,6 +379,7 @@ class Hold:
     ticket: int | None
     description: str
 
+@final
 class WatermarkReport:
     zone: int
     floor: int
@@ -311,6 +387,7 @@ class WatermarkReport:
     holds: list[Hold]
     def holders(self) -> list[Hold]: ...
 
+@final
 class GcStats:
     passes: int
     reclaimed: int
@@ -324,8 +401,15 @@ def register_type(
 ) -> int: ...
 def type_tag(name: str) -> int: ...
 
+@final
 class Opaque:
     """An item of a type this process has no unmarshal hook for."""
 
     tag: int
     data: bytes
+
+@final
+class _ItemView:
+    """Read-only memory of a stored item (buffer protocol)."""
+
+def _shutdown() -> None: ...
