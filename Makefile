@@ -50,7 +50,7 @@ lint-python: python
 	$(PY) -m mypy
 	$(PY) -m mypy.stubtest stampede._stampede --allowlist python/stubtest-allowlist.txt
 
-lint: setup
+lint: setup lint-python
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
