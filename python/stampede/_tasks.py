@@ -33,6 +33,7 @@ class TaskThread(threading.Thread, Generic[R]):
         self._error: BaseException | None = None
 
     def run(self) -> None:
+        """Runs the target, keeps its outcome, and exits the task."""
         try:
             self._result = self._target_fn(self.task, *self._args)
         except BaseException as e:  # handed to result()

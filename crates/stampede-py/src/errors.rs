@@ -6,8 +6,6 @@ use pyo3::types::PyType;
 use pyo3::PyErrArguments;
 use stampede_core::{GetError, MarshalError, PutError, PutErrorKind, StmError};
 
-use crate::items;
-
 macro_rules! exception_types {
     ($($name:ident),* $(,)?) => {
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
@@ -65,19 +63,25 @@ pub(crate) fn marshal(py: Python<'_>, msg: impl Into<String>) -> PyErr {
     raise(py, Exc::MarshalError, (msg.into(),))
 }
 
+/// A ``MarshalError`` whose ``__cause__`` is the hook's exception.
+pub(crate) fn caused(py: Python<'_>, msg: impl Into<String>, cause: PyErr) -> PyErr {
+    let msg = format!("{}: {}", msg.into(), cause.value(py));
+    let e = marshal(py, msg);
+    e.set_cause(py, Some(cause));
+    e
+}
+
 pub(crate) fn from_marshal(py: Python<'_>, e: MarshalError) -> PyErr {
     marshal(py, e.to_string())
 }
 
-/// A failed put: the kind's exception, carrying the timestamp and the value handed back.
-pub(crate) fn put_error(py: Python<'_>, e: PutError) -> PyErr {
+/// A failed put: the kind's exception, carrying the timestamp and the value handed back
+/// (the very object the caller passed).
+pub(crate) fn put_error(py: Python<'_>, e: PutError, value: &Bound<'_, PyAny>) -> PyErr {
     let msg = e.to_string();
     let ts = e.timestamp();
     let kind = e.kind();
-    let item = match items::to_python(py, &e.into_item()) {
-        Ok(v) => v,
-        Err(err) => return err,
-    };
+    let item = value.clone().unbind();
     match kind {
         PutErrorKind::Full => raise(py, Exc::Full, (msg, ts, item)),
         PutErrorKind::DuplicateTimestamp => raise(py, Exc::DuplicateTimestamp, (msg, ts, item)),
@@ -120,4 +124,13 @@ pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
         StmError::TooManyConnections(_) => raise(py, Exc::TooManyConnections, (msg,)),
         _ => raise(py, Exc::InvalidArgument, (msg,)),
     }
+}
+
+/// A put on a detached connection, handing the value back.
+pub(crate) fn detached_put(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyErr {
+    raise(
+        py,
+        Exc::Detached,
+        ("the connection is detached", value.clone().unbind()),
+    )
 }

@@ -94,6 +94,8 @@ pub(crate) struct PacerStats {
 pub(crate) struct Pacer {
     pacer: Arc<Mutex<core::Pacer>>,
     period: f64,
+    // What the late handler raised, re-raised by `sync`.
+    failed: Arc<Mutex<Option<PyErr>>>,
 }
 
 impl Pacer {
@@ -108,6 +110,8 @@ impl Pacer {
             return Err(errors::invalid(py, "period must be positive"));
         }
         let tol = stm::duration(py, "tolerance", tolerance)?;
+        let failed: Arc<Mutex<Option<PyErr>>> = Arc::default();
+        let failed_in = failed.clone();
         let handler: Box<dyn FnMut(core::Lateness) -> core::LateAction + Send> = match on_late {
             None => Box::new(|_| core::LateAction::Continue),
             Some(h) => {
@@ -117,21 +121,26 @@ impl Pacer {
                 } else if h.bind(py).is_callable() {
                     Box::new(move |l: core::Lateness| {
                         let mut action = core::LateAction::Continue;
-                        call_back(|py| {
-                            let arg = Lateness {
-                                vt: l.vt,
-                                late: l.late.as_secs_f64(),
-                                ticks_behind: l.ticks_behind,
-                            };
-                            let r = h.bind(py).call1((arg,))?;
-                            let a = r.cast::<LateAction>().map_err(|_| {
-                                PyTypeError::new_err(format!(
-                                    "a late handler returns a LateAction, not {}",
-                                    r.get_type()
-                                ))
-                            })?;
-                            action = (*a.get()).into();
-                            Ok(())
+                        Python::attach(|py| {
+                            let r = (|| -> PyResult<()> {
+                                let arg = Lateness {
+                                    vt: l.vt,
+                                    late: l.late.as_secs_f64(),
+                                    ticks_behind: l.ticks_behind,
+                                };
+                                let r = h.bind(py).call1((arg,))?;
+                                let a = r.cast::<LateAction>().map_err(|_| {
+                                    PyTypeError::new_err(format!(
+                                        "a late handler returns a LateAction, not {}",
+                                        r.get_type()
+                                    ))
+                                })?;
+                                action = (*a.get()).into();
+                                Ok(())
+                            })();
+                            if let Err(e) = r {
+                                lock(&failed_in).get_or_insert(e);
+                            }
                         });
                         action
                     })
@@ -145,6 +154,7 @@ impl Pacer {
         Ok(Pacer {
             pacer: Arc::new(Mutex::new(core::Pacer::new(p, tol, handler))),
             period,
+            failed,
         })
     }
 }
@@ -158,9 +168,12 @@ impl Pacer {
     }
 
     /// Waits until tick ``vt`` is due, or reports lateness through the handler.
-    fn sync(&self, py: Python<'_>, vt: Timestamp) -> Tick {
+    fn sync(&self, py: Python<'_>, vt: Timestamp) -> PyResult<Tick> {
         let t = py.detach(|| lock(&self.pacer).sync(vt));
-        match t {
+        if let Some(e) = lock(&self.failed).take() {
+            return Err(e);
+        }
+        Ok(match t {
             core::Tick::OnTime => Tick {
                 kind: "on_time",
                 late: 0.0,
@@ -181,7 +194,7 @@ impl Pacer {
                 late: 0.0,
                 skip_to: None,
             },
-        }
+        })
     }
 
     /// Counters.

@@ -159,7 +159,13 @@ pub(crate) fn to_item(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Item> 
     }
     if let Some(tag_and_hook) = registered_marshal(py, obj) {
         let (tag, hook) = tag_and_hook;
-        let out = hook.bind(py).call1((obj,))?;
+        let out = hook.bind(py).call1((obj,)).map_err(|e| {
+            errors::caused(
+                py,
+                format!("the marshal hook of {} failed", obj.get_type()),
+                e,
+            )
+        })?;
         let b = out.cast::<PyBytes>().map_err(|_| {
             errors::marshal(
                 py,
@@ -229,7 +235,8 @@ pub(crate) fn to_python(py: Python<'_>, item: &Item) -> PyResult<Py<PyAny>> {
     if tag == PICKLE {
         let view = Bound::new(py, ItemView::raw(item.wire().clone()))?;
         return Ok(cached(py, &PICKLE_LOADS, "pickle", "loads")?
-            .call1((view,))?
+            .call1((view,))
+            .map_err(|e| errors::caused(py, "a pickled item could not be unpickled", e))?
             .unbind());
     }
     let hook = lock(&BY_TAG)
@@ -237,7 +244,17 @@ pub(crate) fn to_python(py: Python<'_>, item: &Item) -> PyResult<Py<PyAny>> {
         .and_then(|m| m.get(&tag.0).map(|h| h.clone_ref(py)));
     let wire = PyBytes::new(py, item.wire());
     match hook {
-        Some(h) => Ok(h.bind(py).call1((wire,))?.unbind()),
+        Some(h) => Ok(h
+            .bind(py)
+            .call1((wire,))
+            .map_err(|e| {
+                errors::caused(
+                    py,
+                    format!("the unmarshal hook of tag {:#018x} failed", tag.0),
+                    e,
+                )
+            })?
+            .unbind()),
         None => Ok(Bound::new(
             py,
             Opaque {

@@ -145,6 +145,8 @@ fn options(
 pub(crate) struct Runtime {
     rt: core::Runtime,
     threads: Mutex<Vec<Py<PyAny>>>,
+    // A name is a reference: named containers live as long as the runtime.
+    named: Mutex<Vec<core::Named>>,
 }
 
 #[pymethods]
@@ -165,6 +167,7 @@ impl Runtime {
         Ok(Runtime {
             rt: core::Runtime::builder().gc_interval(every).build(),
             threads: Mutex::new(Vec::new()),
+            named: Mutex::new(Vec::new()),
         })
     }
 
@@ -177,10 +180,14 @@ impl Runtime {
         capacity: Option<i64>,
         zone: i64,
     ) -> PyResult<Channel> {
+        let named = name.is_some();
         let ch = self
             .rt
             .channel(options(py, name, capacity, zone)?)
             .map_err(|e| errors::stm_error(py, e))?;
+        if named {
+            lock(&self.named).push(core::Named::Channel(ch.clone()));
+        }
         Ok(Channel::wrap(ch))
     }
 
@@ -193,20 +200,28 @@ impl Runtime {
         capacity: Option<i64>,
         zone: i64,
     ) -> PyResult<Queue> {
+        let named = name.is_some();
         let q = self
             .rt
             .queue(options(py, name, capacity, zone)?)
             .map_err(|e| errors::stm_error(py, e))?;
+        if named {
+            lock(&self.named).push(core::Named::Queue(q.clone()));
+        }
         Ok(Queue::wrap(q))
     }
 
     /// Creates a register: one overwritable value.
     #[pyo3(signature = (name = None, *, zone = 0))]
     fn register(&self, py: Python<'_>, name: Option<String>, zone: i64) -> PyResult<Register> {
+        let named = name.is_some();
         let r = self
             .rt
             .register(options(py, name, None, zone)?)
             .map_err(|e| errors::stm_error(py, e))?;
+        if named {
+            lock(&self.named).push(core::Named::Register(r.clone()));
+        }
         Ok(Register { reg: r })
     }
 
@@ -255,13 +270,14 @@ impl Runtime {
     fn spawn(
         &self,
         py: Python<'_>,
-        target: Py<PyAny>,
+        target: &Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         vt: Timestamp,
         name: Option<String>,
         zone: i64,
         daemon: bool,
     ) -> PyResult<Py<PyAny>> {
+        let target = callable(target, "a task's target")?;
         let task = Py::new(py, self.task(py, vt, name, zone)?)?;
         let thread = py
             .import("stampede._tasks")?
@@ -343,7 +359,9 @@ impl Runtime {
 /// A thread of control with a virtual time.
 ///
 /// Virtual time orders what the task may still put and bounds garbage collection: the task
-/// never puts below its visibility, and items at or above it stay available to it.
+/// never puts below its visibility, and items at or above it stay available to it. A task
+/// exits on ``exit()``, at the end of its ``with`` block, or once neither it nor any of its
+/// connections is referenced any more.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Task {
     task: Mutex<Option<Arc<core::Task>>>,
@@ -415,8 +433,10 @@ impl Task {
     }
 
     /// Attaches for getting: a ``ChannelInput``, ``QueueInput`` or ``RegisterInput``.
-    fn attach_input(&self, py: Python<'_>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let t = self.get(py)?;
+    fn attach_input(slf: &Bound<'_, Self>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let t = slf.get().get(py)?;
+        let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
             let conn = t.attach_input(&c.get().ch).map_err(stm)?;
@@ -424,6 +444,7 @@ impl Task {
                 py,
                 ChannelInput {
                     conn: Conn::new(conn),
+                    task: task(),
                     channel: c.clone().unbind(),
                 },
             )?
@@ -435,6 +456,7 @@ impl Task {
                 py,
                 QueueInput {
                     conn: Conn::new(conn),
+                    task: task(),
                     queue: q.clone().unbind(),
                 },
             )?
@@ -446,6 +468,7 @@ impl Task {
                 py,
                 RegisterInput {
                     conn: Conn::new(conn),
+                    task: task(),
                     register: r.clone().unbind(),
                 },
             )?
@@ -458,8 +481,10 @@ impl Task {
     }
 
     /// Attaches for putting: a ``ChannelOutput``, ``QueueOutput`` or ``RegisterOutput``.
-    fn attach_output(&self, py: Python<'_>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let t = self.get(py)?;
+    fn attach_output(slf: &Bound<'_, Self>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let t = slf.get().get(py)?;
+        let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
             let conn = t.attach_output(&c.get().ch).map_err(stm)?;
@@ -468,6 +493,7 @@ impl Task {
                 py,
                 ChannelOutput {
                     conn: Conn::new(conn),
+                    task: task(),
                     channel: c.clone().unbind(),
                     bounded,
                 },
@@ -480,6 +506,7 @@ impl Task {
                 py,
                 QueueOutput {
                     conn: Conn::new(conn),
+                    task: task(),
                     queue: q.clone().unbind(),
                 },
             )?
@@ -491,6 +518,7 @@ impl Task {
                 py,
                 RegisterOutput {
                     conn: Conn::new(conn),
+                    task: task(),
                     register: r.clone().unbind(),
                 },
             )?
@@ -590,6 +618,12 @@ impl<T: HasId + Send + Sync> Conn<T> {
             .ok_or_else(|| errors::raise(py, Exc::Detached, ("the connection is detached",)))
     }
 
+    fn get_for_put(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Arc<T>> {
+        lock(&self.inner)
+            .clone()
+            .ok_or_else(|| errors::detached_put(py, value))
+    }
+
     fn is_detached(&self) -> bool {
         lock(&self.inner).is_none()
     }
@@ -620,7 +654,12 @@ macro_rules! connection_common {
             /// Whether the connection was detached (or handed to a correlator).
             #[getter]
             fn detached(&self) -> bool {
-                self.conn.is_detached()
+                self.conn.is_detached() || self.task.get().exited()
+            }
+            /// The task that attached the connection.
+            #[getter]
+            fn task(&self, py: Python<'_>) -> Py<Task> {
+                self.task.clone_ref(py)
             }
             /// Detaches: open items close, and the connection no longer holds the watermark.
             fn detach(&self, py: Python<'_>) {
@@ -651,6 +690,14 @@ fn selector(sel: &Bound<'_, PyAny>) -> PyResult<core::Selector> {
             Selector::NewestUnseen => core::Selector::NewestUnseen,
             Selector::NextUnseen => core::Selector::NextUnseen,
         });
+    }
+    if sel.is_instance_of::<pyo3::types::PyInt>() {
+        return sel
+            .extract::<Timestamp>()
+            .map(core::Selector::Exact)
+            .map_err(|_| {
+                errors::invalid(sel.py(), format!("timestamp {sel} is not a 64-bit integer"))
+            });
     }
     match sel.extract::<Timestamp>() {
         Ok(ts) => Ok(core::Selector::Exact(ts)),
@@ -742,13 +789,19 @@ fn wrap_arrivals(py: Python<'_>, a: core::Arrivals) -> PyResult<Py<PyAny>> {
 }
 
 fn check_capacity(py: Python<'_>, capacity: i64) -> PyResult<usize> {
-    if capacity < 1 {
-        return Err(errors::invalid(
-            py,
-            format!("capacity {capacity} must be at least 1"),
-        ));
+    usize::try_from(capacity)
+        .map_err(|_| errors::invalid(py, format!("capacity {capacity} must not be negative")))
+}
+
+fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<Py<PyAny>> {
+    if f.is_callable() {
+        Ok(f.clone().unbind())
+    } else {
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be callable, not {}",
+            f.get_type()
+        )))
     }
-    Ok(capacity as usize)
 }
 
 #[pymethods]
@@ -799,15 +852,18 @@ impl Channel {
         self.ch.is_closed()
     }
     /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item.
-    fn on_garbage(&self, handler: Py<PyAny>) {
-        self.ch.on_garbage(garbage_handler(handler));
+    fn on_garbage(&self, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.ch
+            .on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+        Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item; returns an id for
     /// ``unsubscribe``.
-    fn on_arrival(&self, callback: Py<PyAny>) -> u64 {
-        self.subs
-            .add(self.ch.on_arrival(arrival_callback(callback)))
+    fn on_arrival(&self, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let cb = callable(callback, "an arrival callback")?;
+        Ok(self.subs.add(self.ch.on_arrival(arrival_callback(cb))))
     }
+
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
         self.subs
@@ -882,12 +938,15 @@ impl Queue {
         py.detach(|| self.q.close())
     }
     /// Calls ``handler(ts, value)`` for every reclaimed item.
-    fn on_garbage(&self, handler: Py<PyAny>) {
-        self.q.on_garbage(garbage_handler(handler));
+    fn on_garbage(&self, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.q
+            .on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+        Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item.
-    fn on_arrival(&self, callback: Py<PyAny>) -> u64 {
-        self.subs.add(self.q.on_arrival(arrival_callback(callback)))
+    fn on_arrival(&self, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let cb = callable(callback, "an arrival callback")?;
+        Ok(self.subs.add(self.q.on_arrival(arrival_callback(cb))))
     }
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
@@ -939,6 +998,8 @@ impl Register {
 /// A task's connection for putting into a channel.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct ChannelOutput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     conn: Conn<OutputConnection<core::Channel>>,
     channel: Py<Channel>,
     bounded: bool,
@@ -979,15 +1040,15 @@ impl ChannelOutput {
         consumers: Option<i64>,
         timeout: Option<f64>,
     ) -> PyResult<()> {
-        let conn = self.conn.get(py)?;
+        let deadline = deadline(py, timeout)?;
         let opts = put_options(py, consumers)?;
+        let conn = self.conn.get_for_put(py, item)?;
         let mut it = items::to_item(py, item)?;
         if !self.bounded {
             return conn
                 .put_with(ts, it, opts.wait(Wait::Never))
-                .map_err(|e| errors::put_error(py, e));
+                .map_err(|e| errors::put_error(py, e, item));
         }
-        let deadline = deadline(py, timeout)?;
         loop {
             let (slice, last) = next_slice(deadline);
             match py.detach(|| conn.put_with(ts, it, opts.wait(Wait::For(slice)))) {
@@ -996,7 +1057,7 @@ impl ChannelOutput {
                     it = e.into_item();
                     py.check_signals()?;
                 }
-                Err(e) => return Err(errors::put_error(py, e)),
+                Err(e) => return Err(errors::put_error(py, e, item)),
             }
         }
     }
@@ -1010,17 +1071,19 @@ impl ChannelOutput {
         item: &Bound<'_, PyAny>,
         consumers: Option<i64>,
     ) -> PyResult<()> {
-        let conn = self.conn.get(py)?;
         let opts = put_options(py, consumers)?.wait(Wait::Never);
+        let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
         conn.put_with(ts, it, opts)
-            .map_err(|e| errors::put_error(py, e))
+            .map_err(|e| errors::put_error(py, e, item))
     }
 }
 
 /// A task's connection for getting from a channel.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct ChannelInput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     pub(crate) conn: Conn<InputConnection<core::Channel>>,
     channel: Py<Channel>,
 }
@@ -1049,8 +1112,8 @@ impl ChannelInput {
         timeout: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let sel = self::selector(selector)?;
-        let conn = self.conn.get(py)?;
         let deadline = deadline(py, timeout)?;
+        let conn = self.conn.get(py)?;
         let r = match conn.try_get(sel) {
             Err(GetError::Unavailable(_)) => {
                 blocking(py, deadline, |w| conn.get_with(sel, w), is_timeout)?
@@ -1112,6 +1175,8 @@ impl QueueItem {
 /// A task's connection for putting into a queue.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct QueueOutput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     conn: Conn<OutputConnection<core::Queue>>,
     queue: Py<Queue>,
 }
@@ -1135,9 +1200,9 @@ impl QueueOutput {
         item: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
-        let conn = self.conn.get(py)?;
-        let mut it = items::to_item(py, item)?;
         let deadline = deadline(py, timeout)?;
+        let conn = self.conn.get_for_put(py, item)?;
+        let mut it = items::to_item(py, item)?;
         loop {
             let (slice, last) = next_slice(deadline);
             match py.detach(|| conn.put_with(ts, it, Wait::For(slice))) {
@@ -1146,22 +1211,25 @@ impl QueueOutput {
                     it = e.into_item();
                     py.check_signals()?;
                 }
-                Err(e) => return Err(errors::put_error(py, e)),
+                Err(e) => return Err(errors::put_error(py, e, item)),
             }
         }
     }
 
     /// Appends without waiting; a full queue raises ``Full``.
     fn try_put(&self, py: Python<'_>, ts: Timestamp, item: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let conn = self.conn.get(py)?;
+        let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        conn.try_put(ts, it).map_err(|e| errors::put_error(py, e))
+        conn.try_put(ts, it)
+            .map_err(|e| errors::put_error(py, e, item))
     }
 }
 
 /// A task's connection for getting from a queue.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct QueueInput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     conn: Conn<InputConnection<core::Queue>>,
     queue: Py<Queue>,
 }
@@ -1188,8 +1256,8 @@ impl QueueInput {
     /// delivered again to another getter.
     #[pyo3(signature = (*, timeout = None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<QueueItem> {
-        let conn = self.conn.get(py)?;
         let deadline = deadline(py, timeout)?;
+        let conn = self.conn.get(py)?;
         let r = match conn.try_get() {
             Err(GetError::Unavailable(_)) => {
                 blocking(py, deadline, |w| conn.get_with(w), is_timeout)?
@@ -1223,6 +1291,8 @@ impl QueueInput {
 /// A task's connection for writing a register.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct RegisterOutput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     conn: Conn<OutputConnection<core::Register>>,
     register: Py<Register>,
 }
@@ -1237,7 +1307,7 @@ impl RegisterOutput {
     }
     /// Overwrites the value; returns its sequence number.
     fn write(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let conn = self.conn.get(py)?;
+        let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
         conn.write(it).map_err(|e| errors::stm_error(py, e))
     }
@@ -1246,6 +1316,8 @@ impl RegisterOutput {
 /// A task's connection for reading a register.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct RegisterInput {
+    // Keeps the task alive while a connection of it is referenced.
+    task: Py<Task>,
     conn: Conn<InputConnection<core::Register>>,
     register: Py<Register>,
 }
@@ -1262,8 +1334,8 @@ impl RegisterInput {
     /// one (at most ``timeout`` seconds).
     #[pyo3(signature = (*, timeout = None))]
     fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(u64, Py<PyAny>)> {
-        let conn = self.conn.get(py)?;
         let deadline = deadline(py, timeout)?;
+        let conn = self.conn.get(py)?;
         let r = match conn.try_read() {
             Err(GetError::Unavailable(_)) => {
                 blocking(py, deadline, |w| conn.read_with(w), is_timeout)?
