@@ -373,6 +373,8 @@ impl ItemView {
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
 }
 
+const LONG_IS_64: bool = std::mem::size_of::<std::ffi::c_long>() == 8;
+
 fn buffer_format(d: DType) -> &'static str {
     match d {
         DType::Bool => "?",
@@ -382,6 +384,9 @@ fn buffer_format(d: DType) -> &'static str {
         DType::I16 => "h",
         DType::U32 => "I",
         DType::I32 => "i",
+        // numpy's default integer is C `long` where that has 64 bits.
+        DType::U64 if LONG_IS_64 => "L",
+        DType::I64 if LONG_IS_64 => "l",
         DType::U64 => "Q",
         DType::I64 => "q",
         DType::F16 => "e",
