@@ -166,14 +166,14 @@ def micro(quick: bool, repeats: int) -> list[Record]:
 
 
 def demo(quick: bool, repeats: int, seconds: float) -> list[Record]:
-    from stampede.demo import bench as demo_bench
+    from stampede.demo.bench import measure_pipeline, measure_sequential
 
     out = []
-    seq = [demo_bench.measure_sequential(seconds) for _ in range(repeats)]
+    seq = [measure_sequential(seconds) for _ in range(repeats)]
     seq_fps = statistics.median(r["fps"] for r in seq)
     seq_lat = statistics.median(r["latency_ms_p50"] for r in seq)
     for k in (1, 2, 4):
-        runs = [demo_bench.measure_pipeline(k, seconds) for _ in range(repeats)]
+        runs = [measure_pipeline(k, seconds) for _ in range(repeats)]
         fps = statistics.median(r["fps"] for r in runs)
         lat50 = statistics.median(r["latency_ms_p50"] for r in runs)
         lat99 = statistics.median(r["latency_ms_p99"] for r in runs)

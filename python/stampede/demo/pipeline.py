@@ -1,0 +1,716 @@
+"""The Smart Kiosk color tracker as a graph of Stampede tasks.
+
+::
+
+    digitizer ─► kiosk/frames ─┬─► histogram/change ─► kiosk/hsv ───────────────┐ (by ts)
+        │                      │                  └─► kiosk/change ─► splitter ─► kiosk/chunks (queue)
+        └─► kiosk/meta         │                                                   │
+                               │                    K workers ◄────────────────────┘
+                               │                        └─► kiosk/blobs (queue) ─► joiner ─► kiosk/tracks
+                               ├─► low-fi tracker (newest unseen) ─► kiosk/lowfi
+                               └──────────────► decision: Correlator(tracks, frames, meta, change)
+                                                          + newest low-fi ─► kiosk/attention (register)
+
+Every task has a virtual time: the digitizer's is the next frame number, the others run at
+``INFINITY`` and inherit timestamps from what they get. Each consumes what it is done with,
+so the garbage-collection watermark follows the slowest stage and every bounded channel
+stays within its capacity; a full channel makes its producer wait (backpressure).
+
+Workers read the HSV frame from ``kiosk/hsv`` by exact timestamp, as in the paper, where the
+splitter only describes the work. A worker keeps the frame of its last chunk open (its next
+chunk is often of the same frame) and, when it has nothing to do for a while, detaches so an
+idle worker never holds the watermark back; it attaches again with its next chunk, whose
+frame stays visible because the held chunk keeps the worker's visibility at its timestamp.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+import stampede as sp
+
+from .scene import FrameSource, Image, Truth
+from .vision import (
+    Change,
+    Chunk,
+    ColorModel,
+    Detection,
+    LowFi,
+    attention,
+    detect_chunk,
+    join_blobs,
+    lowfi_detect,
+    plan_chunks,
+    prepare,
+    score,
+)
+
+# How long a blocking get waits before the task checks whether the run was aborted.
+_POLL = 0.25
+# A worker idle this long detaches from the frames so it does not hold the watermark back.
+_WORKER_IDLE = 0.05
+
+
+@dataclass
+class PipelineOptions:
+    """How the pipeline is laid out and run."""
+
+    workers: int = 2
+    """Detection workers (K)."""
+    regions: int = 2
+    """Horizontal bands a frame is split into."""
+    model_groups: int = 4
+    """Groups the color models are dealt into; chunks per frame = regions x groups."""
+    fps: float | None = 30.0
+    """Digitizer rate; ``None`` runs it as fast as the bounded channels let it."""
+    seconds: float = 20.0
+    """How long the digitizer produces frames (the pipeline then drains)."""
+    max_frames: int | None = None
+    """Stop the digitizer after this many frames (whichever comes first)."""
+    capacity: int = 6
+    """Capacity of every channel, so the number of frames in flight."""
+    tolerance: float = 3.0
+    """A detection within this many pixels of the truth counts as a hit."""
+    snapshot_every: int = 15
+    """The decision stage keeps a copy of every n-th frame for the snapshot."""
+    warmup: float = 0.0
+    """Seconds at the start left out of the steady-state figures."""
+
+
+class LatencyHistogram:
+    """Latencies in logarithmic buckets (1% wide): percentiles in constant memory, however
+    long the demo runs."""
+
+    _BASE_MS = 0.01
+    _STEP = math.log(1.01)
+    _BUCKETS = 1700  # 0.01 ms .. about 200 s
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(self._BUCKETS, dtype=np.int64)
+        self.total = 0
+
+    def add(self, seconds: float) -> None:
+        """Records one latency."""
+        ms = max(seconds * 1e3, self._BASE_MS)
+        b = min(int(math.log(ms / self._BASE_MS) / self._STEP), self._BUCKETS - 1)
+        self.counts[b] += 1
+        self.total += 1
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile (0..100) in milliseconds (NaN when empty)."""
+        if self.total == 0:
+            return float("nan")
+        rank = max(1, math.ceil(q / 100.0 * self.total))
+        b = int(np.searchsorted(np.cumsum(self.counts), rank))
+        # The bucket's geometric middle.
+        return self._BASE_MS * math.exp((b + 0.5) * self._STEP)
+
+
+@dataclass
+class Snapshot:
+    """What the decision stage keeps of a frame for the annotated snapshot."""
+
+    ts: int
+    frame: Image
+    detections: list[Detection | None]
+    truth: list[Truth]
+    lowfi: LowFi | None
+    attended: int | None
+
+
+@dataclass
+class Monitor:
+    """Counters the stages update and the status line reads (all under ``lock``)."""
+
+    warmup: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    started: float = 0.0
+    produced: int = 0
+    digitizer_skipped: int = 0
+    decided: int = 0
+    hits: int = 0
+    scored: int = 0
+    lowfi_frames: int = 0
+    lowfi_skipped: int = 0
+    worker_attaches: int = 0
+    chunks: int = 0
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    steady_latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    steady_first: float | None = None
+    steady_last: float = 0.0
+    steady_count: int = 0
+    recent: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=512))
+    snapshot: Snapshot | None = None
+    last_attended: int | None = None
+    last_motion: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds each stage's thread used (filled in as stages end)."""
+
+    def record(self, now: float, latency: float, hits: int, scored: int) -> None:
+        """One frame decided ``latency`` seconds after it entered the pipeline."""
+        with self.lock:
+            self.decided += 1
+            self.hits += hits
+            self.scored += scored
+            self.latency.add(latency)
+            self.recent.append((now, latency))
+            if now - self.started >= self.warmup:
+                if self.steady_first is None:
+                    self.steady_first = now
+                else:
+                    self.steady_count += 1
+                self.steady_last = now
+                self.steady_latency.add(latency)
+
+    def steady_fps(self) -> float:
+        """Frames decided per second after the warmup (NaN before two frames)."""
+        with self.lock:
+            if self.steady_first is None or self.steady_last <= self.steady_first:
+                return float("nan")
+            return self.steady_count / (self.steady_last - self.steady_first)
+
+    def window(self, seconds: float, now: float) -> tuple[float, float]:
+        """(fps, median latency in ms) over the last ``seconds``."""
+        with self.lock:
+            lat = [l for (t, l) in self.recent if now - t <= seconds]
+        if not lat:
+            return 0.0, float("nan")
+        return len(lat) / seconds, float(np.median(lat)) * 1e3
+
+    def accuracy(self) -> float:
+        """Fraction of scored targets found within the tolerance (NaN when none scored)."""
+        with self.lock:
+            return self.hits / self.scored if self.scored else float("nan")
+
+
+class Kiosk:
+    """The containers of one pipeline run, and what its stages share."""
+
+    def __init__(
+        self,
+        rt: sp.Runtime,
+        source: FrameSource,
+        models: list[ColorModel],
+        options: PipelineOptions,
+        monitor: Monitor,
+    ) -> None:
+        self.rt, self.source, self.models, self.options = rt, source, models, options
+        self.monitor = monitor
+        cap = options.capacity
+        per_frame = max(1, options.regions) * max(1, min(options.model_groups, len(models)))
+        self.frames = rt.channel("kiosk/frames", capacity=cap)
+        self.meta = rt.channel("kiosk/meta", capacity=cap)
+        self.hsv = rt.channel("kiosk/hsv", capacity=cap)
+        self.change = rt.channel("kiosk/change", capacity=cap)
+        # Room for two frames of chunks lets the splitter run one frame ahead of the workers.
+        self.chunks = rt.queue("kiosk/chunks", capacity=2 * per_frame)
+        self.blobs = rt.queue("kiosk/blobs", capacity=2 * per_frame)
+        self.tracks = rt.channel("kiosk/tracks", capacity=cap)
+        self.lowfi = rt.channel("kiosk/lowfi", capacity=cap)
+        self.attention = rt.register("kiosk/attention")
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        # Every stage attaches its connections before the digitizer puts its first frame
+        # (a task at INFINITY sees only items put after it attached).
+        self.ready = threading.Barrier(len(STAGES) + 1 + options.workers)
+        self._workers_left = options.workers
+        self._lock = threading.Lock()
+
+    def containers(self) -> list[sp.Channel | sp.Queue | sp.Register]:
+        """Every container of the run."""
+        return [
+            self.frames, self.meta, self.hsv, self.change, self.chunks, self.blobs,
+            self.tracks, self.lowfi, self.attention,
+        ]
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Stops the run: every blocked stage wakes up (its containers are closed)."""
+        with self._lock:
+            if error is not None and self.error is None:
+                self.error = error
+        self.stop.set()
+        self.ready.abort()
+        for c in self.containers():
+            c.close()
+
+    def worker_done(self) -> bool:
+        """Counts a worker out; true for the last one (which closes the blobs queue)."""
+        with self._lock:
+            self._workers_left -= 1
+            return self._workers_left == 0
+
+
+R = TypeVar("R")
+
+
+def _stage(fn: Callable[..., R]) -> Callable[..., R | None]:
+    """Runs a stage; a closed container ends it quietly, any other error aborts the run."""
+
+    def run(task: sp.Task, kiosk: Kiosk, *args: Any) -> R | None:
+        try:
+            return fn(task, kiosk, *args)
+        except (sp.Closed, threading.BrokenBarrierError):
+            if kiosk.stop.is_set():
+                return None
+            raise
+        except BaseException as e:
+            kiosk.abort(e)
+            raise
+        finally:
+            with kiosk.monitor.lock:
+                kiosk.monitor.cpu[task.name] = time.thread_time()
+
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    return run
+
+
+@_stage
+def digitizer(task: sp.Task, kiosk: Kiosk) -> int:
+    """Grabs frames and puts frame n at timestamp n, paced to real time (paper, Fig. 6).
+
+    Puts wait while ``kiosk/frames`` is full. When the pacer finds a frame late beyond its
+    tolerance it skips the missed ticks: those frame numbers are never produced. Returns the
+    number of frames produced.
+    """
+    opts, mon = kiosk.options, kiosk.monitor
+    frames_out = task.attach_output(kiosk.frames)
+    meta_out = task.attach_output(kiosk.meta)
+    pacer = None
+    if opts.fps:
+        period = 1.0 / opts.fps
+        pacer = task.pacer(period, tolerance=period / 2, on_late=sp.SKIP)
+    kiosk.ready.wait()
+    start = time.perf_counter()
+    with mon.lock:
+        mon.started = start
+    n = produced = 0
+    try:
+        while not kiosk.stop.is_set():
+            if time.perf_counter() - start >= opts.seconds:
+                break
+            if opts.max_frames is not None and produced >= opts.max_frames:
+                break
+            img = kiosk.source.frame(n)
+            frames_out.put(n, img)
+            # The frame's entry into the pipeline: the decision measures latency from here.
+            meta_out.put(n, time.perf_counter())
+            produced += 1
+            n += 1
+            task.set_virtual_time(n)
+            with mon.lock:
+                mon.produced = produced
+            if pacer is not None:
+                tick = pacer.sync(n)
+                if tick.kind == "skip" and tick.skip_to is not None:
+                    with mon.lock:
+                        mon.digitizer_skipped += tick.skip_to - n
+                    n = tick.skip_to
+                    task.set_virtual_time(n)
+    finally:
+        kiosk.frames.close()
+        kiosk.meta.close()
+    return produced
+
+
+@_stage
+def histogram(task: sp.Task, kiosk: Kiosk) -> int:
+    """Converts every frame to HSV and summarises it (change detection, which models'
+    colors occur). Takes frames in order (``NEXT_UNSEEN``)."""
+    frames_in = task.attach_input(kiosk.frames)
+    hsv_out = task.attach_output(kiosk.hsv)
+    change_out = task.attach_output(kiosk.change)
+    kiosk.ready.wait()
+    prev: Image | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                ts, frame = frames_in.get(sp.NEXT_UNSEEN, timeout=_POLL)
+            except sp.Timeout:
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            hsv, gray, change = prepare(frame, prev, kiosk.models)
+            # The workers look for the HSV image once the change summary is out.
+            hsv_out.put(ts, hsv)
+            change_out.put(ts, change)
+            frames_in.consume_until(ts)
+            prev = gray
+            done += 1
+    finally:
+        kiosk.hsv.close()
+        kiosk.change.close()
+    return done
+
+
+@_stage
+def splitter(task: sp.Task, kiosk: Kiosk) -> int:
+    """Splits each frame's detection into (band x model group) chunks on ``kiosk/chunks``.
+
+    It describes the work only: the workers read the pixels from ``kiosk/hsv``. Holding the
+    change item open while it puts keeps the frame's HSV image from being reclaimed before
+    the chunks (which then hold it themselves) are in the queue.
+    """
+    opts = kiosk.options
+    change_in = task.attach_input(kiosk.change)
+    chunks_out = task.attach_output(kiosk.chunks)
+    kiosk.ready.wait()
+    prev_ts: int | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                ts, change = change_in.get(sp.NEXT_UNSEEN, timeout=_POLL)
+            except sp.Timeout:
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            assert isinstance(change, Change)
+            plan = plan_chunks(
+                ts, kiosk.source.height, change.present, opts.regions, opts.model_groups, prev_ts
+            )
+            for chunk in plan:
+                chunks_out.put(ts, chunk)
+            change_in.consume_until(ts)
+            prev_ts = ts
+            done += 1
+    finally:
+        kiosk.chunks.close()
+    return done
+
+
+@_stage
+def worker(task: sp.Task, kiosk: Kiosk) -> int:
+    """Detects the chunk's models in the chunk's band; puts the blobs on ``kiosk/blobs``."""
+    chunks_in = task.attach_input(kiosk.chunks)
+    blobs_out = task.attach_output(kiosk.blobs)
+    kiosk.ready.wait()
+    hsv_in: sp.ChannelInput | None = None
+    held_ts: int | None = None
+    held: Image | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                item = chunks_in.get(timeout=_WORKER_IDLE)
+            except sp.Timeout:
+                if hsv_in is not None:
+                    # Idle: let go of the frame so the watermark can pass it.
+                    hsv_in.detach()
+                    hsv_in, held_ts, held = None, None, None
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            chunk = item.value
+            assert isinstance(chunk, Chunk)
+            if chunk.models:
+                if hsv_in is None:
+                    hsv_in = task.attach_input(kiosk.hsv)
+                    with kiosk.monitor.lock:
+                        kiosk.monitor.worker_attaches += 1
+                if held_ts != item.ts:
+                    # Chunks come in timestamp order: older frames are no longer needed.
+                    hsv_in.consume_until(item.ts - 1)
+                    held_ts, held = hsv_in.get(item.ts, timeout=None)
+                assert held is not None
+                blobs = detect_chunk(held, chunk.y0, chunk.y1, chunk.models, kiosk.models)
+            else:
+                blobs = []
+            blobs_out.put(item.ts, (chunk, blobs))
+            chunks_in.consume(item.ticket)
+            done += 1
+    finally:
+        if hsv_in is not None:
+            hsv_in.detach()
+        if kiosk.worker_done():
+            kiosk.blobs.close()
+    with kiosk.monitor.lock:
+        kiosk.monitor.chunks += done
+    return done
+
+
+@_stage
+def joiner(task: sp.Task, kiosk: Kiosk) -> int:
+    """Collects each frame's chunk results, merges blobs across band borders and puts the
+    targets on ``kiosk/tracks`` at the frame's timestamp, frames in order.
+
+    It holds a frame's result tickets until the frame is out: the held items keep its
+    visibility at the frame's timestamp, which is what lets it put there.
+    """
+    blobs_in = task.attach_input(kiosk.blobs)
+    tracks_out = task.attach_output(kiosk.tracks)
+    kiosk.ready.wait()
+    pending: dict[int, list[sp.QueueItem]] = {}
+    complete: dict[int, int | None] = {}  # ts -> the frame split before it
+    last: int | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                item = blobs_in.get(timeout=_POLL)
+            except sp.Timeout:
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            chunk: Chunk = item.value[0]
+            got = pending.setdefault(item.ts, [])
+            got.append(item)
+            if len(got) < chunk.parts:
+                continue
+            complete[item.ts] = chunk.prev_ts
+            # Emit every frame whose predecessor is out (usually just this one).
+            progressed = True
+            while progressed:
+                progressed = False
+                for ts, prev in list(complete.items()):
+                    if prev is None or prev == last:
+                        items = pending.pop(ts)
+                        del complete[ts]
+                        blobs = [b for it in items for b in it.value[1]]
+                        tracks_out.put(ts, join_blobs(blobs, len(kiosk.models)))
+                        for it in items:
+                            blobs_in.consume(it.ticket)
+                        last = ts
+                        done += 1
+                        progressed = True
+    finally:
+        kiosk.tracks.close()
+    return done
+
+
+@_stage
+def lowfi_tracker(task: sp.Task, kiosk: Kiosk) -> int:
+    """The low-fidelity tracker (paper, Fig. 7): always takes the newest frame it has not
+    seen, skipping stale ones, so it stays current whatever the rest of the pipeline does."""
+    frames_in = task.attach_input(kiosk.frames)
+    lowfi_out = task.attach_output(kiosk.lowfi)
+    kiosk.ready.wait()
+    last: int | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                ts, frame = frames_in.get(sp.NEWEST_UNSEEN, timeout=_POLL)
+            except sp.Timeout:
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            result = lowfi_detect(frame)
+            lowfi_out.put(ts, result)
+            frames_in.consume_until(ts)
+            with kiosk.monitor.lock:
+                kiosk.monitor.lowfi_frames += 1
+                kiosk.monitor.lowfi_skipped = kiosk.frames.stats().skipped
+            last = ts
+            done += 1
+    finally:
+        kiosk.lowfi.close()
+    del last
+    return done
+
+
+@_stage
+def decision(task: sp.Task, kiosk: Kiosk) -> int:
+    """Correlates each frame's tracks with the frame itself, its entry time and its change
+    summary (same timestamp), adds the low-fi tracker's newest view, scores the tracks
+    against the ground truth, decides whom the kiosk attends to and publishes that."""
+    opts, mon, source = kiosk.options, kiosk.monitor, kiosk.source
+    correlator = sp.Correlator(
+        [
+            task.attach_input(kiosk.tracks),
+            task.attach_input(kiosk.frames),
+            task.attach_input(kiosk.meta),
+            task.attach_input(kiosk.change),
+        ]
+    )
+    lowfi_in = task.attach_input(kiosk.lowfi)
+    attention_out = task.attach_output(kiosk.attention)
+    kiosk.ready.wait()
+    lowfi: LowFi | None = None
+    done = 0
+    try:
+        while True:
+            try:
+                matched = correlator.get(timeout=_POLL)
+            except sp.Timeout:
+                if kiosk.stop.is_set():
+                    break
+                continue
+            except sp.Closed:
+                break
+            (ts, detections), (_, frame), (_, entered), (_, change) = matched.items
+            try:
+                lts, lowfi = lowfi_in.try_get(sp.NEWEST)
+                lowfi_in.consume_until(lts)
+            except (sp.Unavailable, sp.Closed):
+                pass
+            truth = source.truth(ts)
+            hits, scored = score(detections, truth, opts.tolerance)
+            attended = attention(detections, source.width, source.height)
+            attention_out.write((ts, attended))
+            if done % opts.snapshot_every == 0:
+                snap = Snapshot(ts, np.array(frame), detections, truth, lowfi, attended)
+                with mon.lock:
+                    mon.snapshot = snap
+            correlator.consume_until(matched)
+            now = time.perf_counter()
+            mon.record(now, now - entered, hits, scored)
+            with mon.lock:
+                mon.last_attended = attended
+                mon.last_motion = change.motion
+            done += 1
+    finally:
+        correlator.close()
+    return done
+
+
+STAGES: list[tuple[str, Callable[..., Any], int]] = [
+    ("decision", decision, sp.INFINITY),
+    ("joiner", joiner, sp.INFINITY),
+    ("lowfi", lowfi_tracker, sp.INFINITY),
+    ("splitter", splitter, sp.INFINITY),
+    ("histogram", histogram, sp.INFINITY),
+]
+
+
+@dataclass
+class RunResult:
+    """What a pipeline run measured."""
+
+    produced: int
+    decided: int
+    seconds: float
+    fps: float
+    latency_ms_p50: float
+    latency_ms_p95: float
+    latency_ms_p99: float
+    accuracy: float
+    scored: int
+    lowfi_frames: int
+    lowfi_skipped: int
+    digitizer_skipped: int
+    reclaimed: int
+    chunks: int
+    worker_attaches: int
+    rss_mb_peak: float
+    snapshot: Snapshot | None
+    threads: dict[str, int] = field(default_factory=dict)
+    """Items each stage handled."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds each stage used."""
+
+
+def rss_mb() -> float:
+    """This process's resident set size in MiB (0 where /proc is unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def run_pipeline(
+    source: FrameSource,
+    models: list[ColorModel],
+    options: PipelineOptions,
+    *,
+    status: Callable[[sp.Runtime, Kiosk, float], None] | None = None,
+    status_every: float = 0.5,
+    stall_timeout: float = 10.0,
+) -> RunResult:
+    """Runs the kiosk pipeline until the digitizer has produced for ``options.seconds``
+    and every stage has drained; calls ``status(rt, kiosk, elapsed)`` periodically.
+
+    Raises the first stage error, or :class:`RuntimeError` with the runtime's explanation of
+    who holds the watermark back if no frame gets decided for ``stall_timeout`` seconds.
+    """
+    monitor = Monitor(warmup=options.warmup)
+    rss_peak = rss_mb()
+    with sp.Runtime() as rt:
+        kiosk = Kiosk(rt, source, models, options, monitor)
+        threads: dict[str, sp.TaskThread[Any]] = {}
+        for name, fn, vt in STAGES:
+            threads[name] = rt.spawn(fn, kiosk, vt=vt, name=name)
+        for k in range(options.workers):
+            threads[f"worker{k}"] = rt.spawn(worker, kiosk, vt=sp.INFINITY, name=f"worker{k}")
+        threads["digitizer"] = rt.spawn(digitizer, kiosk, vt=0, name="digitizer")
+        t0 = time.perf_counter()
+        last_progress, last_decided = t0, -1
+        try:
+            next_status = t0 + status_every
+            while True:
+                alive = [t for t in threads.values() if t.is_alive()]
+                if not alive:
+                    break
+                alive[0].join(max(0.0, next_status - time.perf_counter()))
+                now = time.perf_counter()
+                if now < next_status and alive[0].is_alive():
+                    continue
+                next_status = max(next_status + status_every, now)
+                rss_peak = max(rss_peak, rss_mb())
+                if status is not None:
+                    status(rt, kiosk, now - t0)
+                with monitor.lock:
+                    decided = monitor.decided
+                if decided != last_decided:
+                    last_progress, last_decided = now, decided
+                elif now - last_progress > stall_timeout and not kiosk.stop.is_set():
+                    report = rt.explain()
+                    holds = "; ".join(h.description for h in report.holders()) or "none"
+                    kiosk.abort(RuntimeError(f"pipeline stalled; watermark held by: {holds}"))
+        except BaseException as e:
+            kiosk.abort(e)
+            raise
+        finally:
+            for t in threads.values():
+                t.join(5.0)
+        elapsed = time.perf_counter() - t0
+        if kiosk.error is not None:
+            raise kiosk.error
+        counts = {name: int(t.result(0) or 0) for name, t in threads.items()}
+        reclaimed = rt.gc_stats().reclaimed
+    with monitor.lock:
+        snap = monitor.snapshot
+    fps = monitor.steady_fps()
+    hist = monitor.steady_latency if monitor.steady_latency.total else monitor.latency
+    return RunResult(
+        produced=monitor.produced,
+        decided=monitor.decided,
+        seconds=elapsed,
+        fps=fps,
+        latency_ms_p50=hist.percentile(50),
+        latency_ms_p95=hist.percentile(95),
+        latency_ms_p99=hist.percentile(99),
+        accuracy=monitor.accuracy(),
+        scored=monitor.scored,
+        lowfi_frames=monitor.lowfi_frames,
+        lowfi_skipped=monitor.lowfi_skipped,
+        digitizer_skipped=monitor.digitizer_skipped,
+        reclaimed=reclaimed,
+        chunks=monitor.chunks,
+        worker_attaches=monitor.worker_attaches,
+        rss_mb_peak=rss_peak,
+        snapshot=snap,
+        threads=counts,
+        cpu=dict(monitor.cpu),
+    )
