@@ -403,6 +403,23 @@ def test_put_timeout_into_a_full_channel_fails_with_full(rt: sp.Runtime) -> None
     assert not pending_puts(rt)
 
 
+def test_full_counts_each_failed_put_once(rt: sp.Runtime) -> None:
+    ch, p, _, inp, out = setup(rt, capacity=1)
+    out.put(0, "0")
+    p.set_virtual_time(1)
+    with pytest.raises(sp.Full):
+        out.put(5, "5", timeout=0.35)
+    assert ch.stats().full == 1, "one put failed"
+    # A put that waits a long time and then succeeds never failed.
+    putter = Background(lambda: out.put(2, "2", timeout=LONG))
+    wait_pending_put(rt)
+    time.sleep(0.35)  # the scenario: the put stays blocked for a while
+    inp.consume(0)
+    putter.result()
+    assert ch.timestamps() == [2]
+    assert ch.stats().full == 1
+
+
 def test_blocking_put_completes_when_gc_frees_space(rt: sp.Runtime) -> None:
     ch, p, _, inp, out = setup(rt, capacity=2)
     freed: list[tuple[int, object]] = []
@@ -513,6 +530,24 @@ def test_detach_closes_open_items_and_releases_visibility(rt: sp.Runtime) -> Non
         inp.try_get(4)
     # Detaching twice is harmless.
     inp.detach()
+
+
+def test_connections_know_their_task_and_container(rt: sp.Runtime) -> None:
+    ch = rt.channel("frames")
+    q = rt.queue("jobs")
+    reg = rt.register("mode")
+    t = rt.task(0)
+    inp, out = t.attach_input(ch), t.attach_output(ch)
+    qin, qout = t.attach_input(q), t.attach_output(q)
+    rin, rout = t.attach_input(reg), t.attach_output(reg)
+    for k in (inp, out, qin, qout, rin, rout):
+        assert k.task.id == t.id
+    assert len({k.id for k in (inp, out, qin, qout, rin, rout)}) == 6
+    assert inp.channel.name == out.channel.name == "frames"
+    assert qin.queue.name == qout.queue.name == "jobs"
+    assert rin.register.name == rout.register.name == "mode"
+    out.put(1, "x")
+    assert len(inp.channel) == 1
 
 
 def test_connections_are_context_managers(rt: sp.Runtime) -> None:

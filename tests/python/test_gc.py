@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections
 import functools
 import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -173,6 +175,48 @@ def test_term_pending_put_names_task_and_container(rt: sp.Runtime) -> None:
     assert p.visibility == 100
     assert rt.collect() == 100
     assert len(ch) == 0
+
+
+@pytest.mark.parametrize("kind", ["channel", "queue"])
+def test_a_long_blocked_put_holds_visibility_and_the_watermark_throughout(
+    rt: sp.Runtime, kind: str
+) -> None:
+    """A put counts in its putter's visibility until the item is stored, however long it
+    waits: while it is blocked, the task may raise its virtual time, and the put must still
+    succeed at its timestamp once there is room."""
+    p = rt.task(0, name="camera")
+    _far = lift_horizon(rt, p)
+    c = rt.task(sp.INFINITY)
+    release: Callable[[], None]
+    putter: Background[object]
+    if kind == "channel":
+        ch = rt.channel(capacity=1)
+        inp = c.attach_input(ch)
+        out = p.attach_output(ch)
+        out.put(0, "0")
+        putter = Background(lambda: out.put(3, "3", timeout=LONG))
+        release = functools.partial(inp.consume, 0)
+    else:
+        q = rt.queue(capacity=1)
+        qin = c.attach_input(q)
+        qout = p.attach_output(q)
+        qout.put(0, "0")
+        putter = Background(lambda: qout.put(3, "3", timeout=LONG))
+
+        def release() -> None:
+            qin.consume(qin.get(timeout=LONG).ticket)
+
+    wait_pending_put(rt)
+    p.set_virtual_time(100)  # allowed: the pending put holds the visibility at 3
+    # Watch for well over a second (blocking calls may wait in slices internally).
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        assert putter.alive(), f"the blocked put ended: {putter.error()!r}"
+        assert p.visibility == 3, "the pending put stopped counting in its task's visibility"
+        assert rt.explain().watermark <= 3, "the pending put stopped holding the watermark"
+    release()
+    putter.result()
+    assert p.visibility == 100
 
 
 def test_a_pending_put_holds_the_watermark_while_it_frees_space(rt: sp.Runtime) -> None:
@@ -376,6 +420,27 @@ def test_background_collector_reclaims_without_explicit_passes(auto_rt: sp.Runti
     assert auto_rt.gc_stats().floor == 8
 
 
+def test_close_stops_the_background_collector() -> None:
+    rt = sp.Runtime(gc_interval=0.002)
+    ch = rt.channel()
+    p = rt.task(0)
+    out = p.attach_output(ch)
+    out.put(0, "0")
+    out.put(1, "1")
+    p.set_virtual_time(1)
+    wait_until("the collector reclaims 0", lambda: ch.timestamps() == [1])
+    rt.close()
+    passes = rt.gc_stats().passes
+    p.set_virtual_time(2)
+    time.sleep(0.05)  # 25 intervals of a collector that must not run any more
+    assert ch.timestamps() == [1]
+    assert rt.gc_stats().passes == passes
+    # Passes still run on demand.
+    assert rt.collect() == 2
+    assert len(ch) == 0
+    rt.close()  # closing twice is harmless
+
+
 def test_time_zones_are_collected_independently(rt: sp.Runtime) -> None:
     video = rt.channel(zone=1)
     audio = rt.channel()
@@ -569,6 +634,6 @@ def test_explain_lists_every_term_lowest_first(rt: sp.Runtime) -> None:
     assert (5, QUEUE_ITEM) in kinds
     assert (6, UNCONSUMED) in kinds
     assert [h.ts for h in report.holds] == sorted(h.ts for h in report.holds)
+    assert (6, inp.id) in [(h.ts, h.connection) for h in report.holds]
     assert report.watermark == 4
     assert [h.cause for h in report.holders()] == [VIRTUAL_TIME]
-    del inp

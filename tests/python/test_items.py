@@ -156,6 +156,23 @@ def test_a_writable_array_is_copied_at_put(pipe: Pipe) -> None:
     assert not np.shares_memory(got, a)
 
 
+def test_a_read_only_array_of_the_caller_is_still_copied_in(pipe: Pipe) -> None:
+    """Only arrays that are views of stored items may be shared: a caller's read-only array
+    can be made writable again (or is a view of a writable base), so copy-in needs a copy."""
+    owned = np.arange(8, dtype=np.int32)
+    owned.flags.writeable = False
+    base = np.arange(8, dtype=np.int32)
+    view = base[:]
+    view.flags.writeable = False
+    pipe.out.put(0, owned)
+    pipe.out.put(1, view)
+    owned.flags.writeable = True
+    owned[:] = -1
+    base[:] = -2
+    assert np.array_equal(pipe.inp.get(0, timeout=LONG)[1], np.arange(8))
+    assert np.array_equal(pipe.inp.get(1, timeout=LONG)[1], np.arange(8))
+
+
 def test_putting_a_gotten_array_does_not_copy(pipe: Pipe) -> None:
     frame = np.arange(1 << 16, dtype=np.uint8)
     pipe.out.put(0, frame)
@@ -166,6 +183,17 @@ def test_putting_a_gotten_array_does_not_copy(pipe: Pipe) -> None:
     assert np.shares_memory(again, got)
     assert not again.flags.writeable
     assert np.array_equal(again, frame)
+
+
+def test_slices_and_reshapes_of_a_gotten_array_store_exactly_their_values(pipe: Pipe) -> None:
+    pipe.out.put(0, np.arange(12, dtype=np.int64).reshape(3, 4))
+    _, got = pipe.inp.get(0, timeout=LONG)
+    pieces = [got[1:], got[:, 1:3], got.T, got.reshape(4, 3), got[1], got.ravel()[5:7]]
+    for ts, piece in enumerate(pieces):
+        pipe.other_out.put(ts, piece)
+        stored = pipe.other_inp.get(ts, timeout=LONG)[1]
+        assert stored.shape == piece.shape
+        assert np.array_equal(stored, piece)
 
 
 def test_the_view_stays_valid_after_reclamation(rt: sp.Runtime) -> None:

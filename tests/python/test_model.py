@@ -35,10 +35,9 @@ run is a deterministic single-threaded sequence.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
-import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -950,17 +949,9 @@ TestRuntimeMatchesModel = StmMachine.TestCase
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def manual() -> Iterator[sp.Runtime]:
-    rt = sp.Runtime(gc_interval=None)
-    yield rt
-    rt.close()
-
-
 def test_open_item_reclaimed_by_count_keeps_visibility_at_or_above_watermark(
-    manual: sp.Runtime,
+    rt: sp.Runtime,
 ) -> None:
-    rt = manual
     ch = rt.channel()
     t = rt.task(0)
     out = t.attach_output(ch)
@@ -974,8 +965,7 @@ def test_open_item_reclaimed_by_count_keeps_visibility_at_or_above_watermark(
     assert rt.explain().watermark <= t.visibility
 
 
-def test_collect_keeps_items_a_task_can_still_reach(manual: sp.Runtime) -> None:
-    rt = manual
+def test_collect_keeps_items_a_task_can_still_reach(rt: sp.Runtime) -> None:
     a = rt.channel()
     b = rt.channel()
     t = rt.task(0)

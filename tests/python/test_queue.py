@@ -261,6 +261,23 @@ def test_capacity_counts_waiting_items_only(rt: sp.Runtime) -> None:
     inp.consume(held.ticket)
 
 
+def test_full_counts_each_failed_put_once(rt: sp.Runtime) -> None:
+    q = rt.queue(capacity=1)
+    out = rt.task(0).attach_output(q)
+    inp = rt.task(sp.INFINITY).attach_input(q)
+    out.put(0, "0")
+    with pytest.raises(sp.Full):
+        out.put(0, "1", timeout=0.35)
+    assert q.stats().full == 1, "one put failed"
+    # A put that waits a long time and then succeeds never failed.
+    putter = Background(lambda: out.put(0, "1", timeout=LONG))
+    wait_pending_put(rt)
+    time.sleep(0.35)  # the scenario: the put stays blocked for a while
+    inp.get(timeout=LONG)
+    putter.result()
+    assert q.stats().full == 1
+
+
 def test_blocked_put_completes_after_a_get(rt: sp.Runtime) -> None:
     q = rt.queue(capacity=1)
     out = rt.task(0).attach_output(q)

@@ -63,6 +63,18 @@ def test_join_all_waits_for_every_spawned_task(rt: sp.Runtime) -> None:
     assert all(not th.is_alive() for th in threads)
 
 
+def test_join_all_raises_what_a_task_raised(rt: sp.Runtime) -> None:
+    def fail(task: sp.Task) -> None:
+        raise LookupError("lost frame")
+
+    ok = rt.spawn(lambda task: 42)
+    bad = rt.spawn(fail)
+    with pytest.raises(LookupError, match="lost frame"):
+        rt.join_all(LONG)
+    assert ok.result(LONG) == 42
+    assert not bad.is_alive() and bad.task.exited
+
+
 def test_a_three_stage_pipeline_on_threads(rt: sp.Runtime) -> None:
     """digitizer -> frames -> tracker -> results -> this thread, without a background
     collector: blocked puts into the bounded channel make room themselves."""
