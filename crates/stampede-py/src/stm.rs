@@ -1,8 +1,9 @@
 //! Runtime, tasks, containers and connections.
 //!
 //! # The GIL and locks
-//! Calls that may block run with the GIL released, in slices of [`SLICE`] so that signals
-//! (Ctrl-C) are seen between slices. Calls that cannot block keep the GIL: the core never
+//! Calls that may block run with the GIL released; gets wait in slices of [`SLICE`] so that
+//! signals (Ctrl-C) are seen between slices. A blocked put waits in one piece, because it is
+//! a watermark term for as long as it waits. Calls that cannot block keep the GIL: the core never
 //! calls into Python while it holds one of its locks, and items drop their Python objects
 //! without the GIL (the decrement is deferred), so no core lock ever waits for the GIL.
 //! Handles that Python can invalidate (`detach`, `exit`) sit behind a mutex that is only
@@ -84,6 +85,14 @@ pub(crate) fn next_slice(deadline: Option<Instant>) -> (Duration, bool) {
                 (SLICE, false)
             }
         }
+    }
+}
+
+/// The whole wait until `deadline`, for operations that must not be split into slices.
+fn whole_wait(deadline: Option<Instant>) -> Wait {
+    match deadline {
+        None => Wait::Forever,
+        Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
     }
 }
 
@@ -1043,23 +1052,16 @@ impl ChannelOutput {
         let deadline = deadline(py, timeout)?;
         let opts = put_options(py, consumers)?;
         let conn = self.conn.get_for_put(py, item)?;
-        let mut it = items::to_item(py, item)?;
+        let it = items::to_item(py, item)?;
         if !self.bounded {
             return conn
                 .put_with(ts, it, opts.wait(Wait::Never))
                 .map_err(|e| errors::put_error(py, e, item));
         }
-        loop {
-            let (slice, last) = next_slice(deadline);
-            match py.detach(|| conn.put_with(ts, it, opts.wait(Wait::For(slice)))) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.is_full() && !last => {
-                    it = e.into_item();
-                    py.check_signals()?;
-                }
-                Err(e) => return Err(errors::put_error(py, e, item)),
-            }
-        }
+        // One wait, not slices: a blocked put is a watermark term and counts once as full.
+        let wait = whole_wait(deadline);
+        py.detach(|| conn.put_with(ts, it, opts.wait(wait)))
+            .map_err(|e| errors::put_error(py, e, item))
     }
 
     /// Puts without waiting; a full channel raises ``Full``.
@@ -1202,18 +1204,10 @@ impl QueueOutput {
     ) -> PyResult<u64> {
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get_for_put(py, item)?;
-        let mut it = items::to_item(py, item)?;
-        loop {
-            let (slice, last) = next_slice(deadline);
-            match py.detach(|| conn.put_with(ts, it, Wait::For(slice))) {
-                Ok(t) => return Ok(t),
-                Err(e) if e.is_full() && !last => {
-                    it = e.into_item();
-                    py.check_signals()?;
-                }
-                Err(e) => return Err(errors::put_error(py, e, item)),
-            }
-        }
+        let it = items::to_item(py, item)?;
+        let wait = whole_wait(deadline);
+        py.detach(|| conn.put_with(ts, it, wait))
+            .map_err(|e| errors::put_error(py, e, item))
     }
 
     /// Appends without waiting; a full queue raises ``Full``.
