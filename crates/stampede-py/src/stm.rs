@@ -539,7 +539,7 @@ impl Task {
         )))
     }
 
-    /// Creates a child task; its virtual time defaults to this task's and may not be below
+    /// Creates a child task; its virtual time defaults to ``INFINITY`` and may not be below
     /// this task's visibility.
     #[pyo3(signature = (vt = None, *, name = None))]
     fn child(&self, py: Python<'_>, vt: Option<Timestamp>, name: Option<String>) -> PyResult<Task> {
