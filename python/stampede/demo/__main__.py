@@ -33,20 +33,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "on the newest frame, and a decision stage correlating tracks with frames."
         ),
     )
-    p.add_argument("--width", type=int, default=None, help="frame width (default 640; a video keeps its own unless given)")
-    p.add_argument("--height", type=int, default=None, help="frame height (default 480)")
-    p.add_argument("--targets", type=int, default=8, help="targets in the scene = color models (default 8)")
-    p.add_argument("--workers", type=int, default=2, help="detection workers K (default 2)")
-    p.add_argument("--seconds", type=float, default=20.0, help="how long the digitizer runs (default 20)")
-    p.add_argument("--fps", type=float, default=30.0, help="digitizer rate; 0 = as fast as the pipeline takes frames (default 30)")
-    p.add_argument("--video", metavar="FILE", help="read frames from a video file instead of the synthetic scene (no accuracy check)")
-    p.add_argument("--snapshot", metavar="PATH", default=os.path.join("demo-output", "kiosk.png"), help="annotated snapshot to write (default demo-output/kiosk.png)")
-    p.add_argument("--quiet", action="store_true", help="no live status line, only the summary")
-    p.add_argument("--regions", type=int, default=2, help="horizontal bands per frame (default 2)")
-    p.add_argument("--model-groups", type=int, default=4, help="groups the models are dealt into (default 4)")
-    p.add_argument("--capacity", type=int, default=6, help="capacity of every channel, i.e. frames in flight (default 6)")
-    p.add_argument("--tolerance", type=float, default=3.0, help="pixels a centroid may be off and still count (default 3)")
-    p.add_argument("--min-accuracy", type=float, default=0.9, help="fraction of hits needed to pass (default 0.9)")
+    add = p.add_argument
+    add("--width", type=int, help="frame width (default 640; a video keeps its own)")
+    add("--height", type=int, help="frame height (default 480; a video keeps its own)")
+    add("--targets", type=int, default=8, help="targets in the scene = color models (8)")
+    add("--workers", type=int, default=2, help="detection workers K (2)")
+    add("--seconds", type=float, default=20.0, help="how long the digitizer runs (20)")
+    add("--fps", type=float, default=30.0, help="digitizer rate; 0 = unpaced, as fast as "
+        "the bounded channels take frames (30)")
+    add("--video", metavar="FILE", help="read frames from a video file instead of the "
+        "synthetic scene (no ground truth, so no accuracy check)")
+    add("--snapshot", metavar="PATH", default=os.path.join("demo-output", "kiosk.png"),
+        help="annotated snapshot to write (demo-output/kiosk.png)")
+    add("--quiet", action="store_true", help="no live status line, only the summary")
+    add("--regions", type=int, default=2, help="horizontal bands per frame (2)")
+    add("--model-groups", type=int, default=4, help="groups the models are dealt into (4)")
+    add("--capacity", type=int, default=4, help="capacity of every channel (4)")
+    add("--tolerance", type=float, default=3.0, help="pixels a centroid may be off (3)")
+    add("--min-accuracy", type=float, default=0.9, help="fraction of hits to pass (0.9)")
     args = p.parse_args(argv)
     for name in ("targets", "workers", "regions", "model_groups", "capacity"):
         if getattr(args, name) < 1:
@@ -108,7 +112,9 @@ def _pct(v: float) -> str:
     return "-" if math.isnan(v) else f"{100 * v:.1f}%"
 
 
-def write_snapshot(path: str, r: RunResult, source: FrameSource, args: argparse.Namespace) -> bool:
+def write_snapshot(
+    path: str, r: RunResult, source: FrameSource, args: argparse.Namespace
+) -> bool:
     """Annotates the last kept frame and writes it to ``path``; false when there is none."""
     snap = r.snapshot
     if snap is None:
@@ -120,7 +126,9 @@ def write_snapshot(path: str, r: RunResult, source: FrameSource, args: argparse.
     ]
     if source.has_truth:
         lines.append(f"accuracy {_pct(r.accuracy)} (+ = truth)")
-    img = annotate(snap.frame, snap.detections, snap.truth, models, snap.lowfi, snap.attended, lines)
+    img = annotate(
+        snap.frame, snap.detections, snap.truth, models, snap.lowfi, snap.attended, lines
+    )
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
@@ -137,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.video:
         source = VideoSource(args.video, args.width, args.height)
     else:
-        source = SyntheticScene(args.width or 640, args.height or 480, args.targets, fps=args.fps or 30.0)
+        source = SyntheticScene(
+            args.width or 640, args.height or 480, args.targets, fps=args.fps or 30.0
+        )
     models = build_models(args.targets)
     options = PipelineOptions(
         workers=args.workers,
@@ -149,9 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         tolerance=args.tolerance,
     )
     rate = f"{args.fps:g} fps" if args.fps else "unpaced"
+    origin = f"video {args.video}" if args.video else "synthetic scene"
     print(
-        f"Stampede Smart Kiosk color tracker: {source.width}x{source.height} "
-        f"{'video ' + args.video if args.video else 'synthetic scene'}, {args.targets} color models, "
+        f"Stampede Smart Kiosk color tracker: {source.width}x{source.height} {origin}, "
+        f"{args.targets} color models, "
         f"{args.workers} workers, {args.regions} bands x {args.model_groups} model groups, "
         f"digitizer {rate}, {args.seconds:g} s"
     )
@@ -170,16 +181,23 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(source, VideoSource):
             source.close()
     status.end()
+    late = f" ({r.digitizer_skipped} late ticks skipped by the digitizer)"
     print(
         f"frames: {r.produced} digitized, {r.decided} decided in {r.seconds:.1f} s"
-        + (f" ({r.digitizer_skipped} late ticks skipped by the digitizer)" if r.digitizer_skipped else "")
+        + (late if r.digitizer_skipped else "")
     )
     print(
         f"rate: {r.fps:.1f} fps; end-to-end latency p50 {r.latency_ms_p50:.1f} ms, "
         f"p95 {r.latency_ms_p95:.1f} ms, p99 {r.latency_ms_p99:.1f} ms"
     )
-    print(f"low-fi tracker: {r.lowfi_frames} frames, {r.lowfi_skipped} skipped as stale (newest unseen)")
-    print(f"memory: {r.reclaimed:,} items reclaimed by the watermark; peak RSS {r.rss_mb_peak:.0f} MB")
+    print(
+        f"low-fi tracker: {r.lowfi_frames} frames, {r.lowfi_skipped} skipped as stale "
+        "(newest unseen)"
+    )
+    print(
+        f"memory: {r.reclaimed:,} items reclaimed by the watermark; "
+        f"peak RSS {r.rss_mb_peak:.0f} MB"
+    )
     if write_snapshot(args.snapshot, r, source, args):
         print(f"snapshot: {args.snapshot}")
     else:

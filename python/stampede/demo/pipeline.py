@@ -1,15 +1,16 @@
 """The Smart Kiosk color tracker as a graph of Stampede tasks.
 
-::
+Tasks, and the containers they get from and put into:
 
-    digitizer ─► kiosk/frames ─┬─► histogram/change ─► kiosk/hsv ───────────────┐ (by ts)
-        │                      │                  └─► kiosk/change ─► splitter ─► kiosk/chunks (queue)
-        └─► kiosk/meta         │                                                   │
-                               │                    K workers ◄────────────────────┘
-                               │                        └─► kiosk/blobs (queue) ─► joiner ─► kiosk/tracks
-                               ├─► low-fi tracker (newest unseen) ─► kiosk/lowfi
-                               └──────────────► decision: Correlator(tracks, frames, meta, change)
-                                                          + newest low-fi ─► kiosk/attention (register)
+- digitizer: -> ``kiosk/frames`` (BGR frames), ``kiosk/meta`` (when each frame entered);
+- histogram: ``kiosk/frames`` (next unseen) -> ``kiosk/hsv`` (HSV frames), ``kiosk/change``;
+- splitter: ``kiosk/change`` -> ``kiosk/chunks`` (a queue of (band x model group) chunks);
+- K workers: ``kiosk/chunks`` + ``kiosk/hsv`` (by exact timestamp) -> ``kiosk/blobs`` (queue);
+- joiner: ``kiosk/blobs`` -> ``kiosk/tracks`` (each model's target, per frame);
+- low-fi tracker: ``kiosk/frames`` (newest unseen) -> ``kiosk/lowfi``;
+- decision: a Correlator over ``kiosk/tracks``, ``kiosk/frames``, ``kiosk/meta`` and
+  ``kiosk/change`` (same timestamp), plus the newest of ``kiosk/lowfi`` ->
+  ``kiosk/attention`` (a register).
 
 Every task has a virtual time: the digitizer's is the next frame number, the others run at
 ``INFINITY`` and inherit timestamps from what they get. Each consumes what it is done with,
@@ -75,7 +76,7 @@ class PipelineOptions:
     """How long the digitizer produces frames (the pipeline then drains)."""
     max_frames: int | None = None
     """Stop the digitizer after this many frames (whichever comes first)."""
-    capacity: int = 6
+    capacity: int = 4
     """Capacity of every channel, so the number of frames in flight."""
     tolerance: float = 3.0
     """A detection within this many pixels of the truth counts as a hit."""

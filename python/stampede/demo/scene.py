@@ -93,6 +93,7 @@ class _Path:
     py: float
 
     def at(self, t: float) -> tuple[float, float]:
+        """The position at time ``t`` seconds."""
         return (
             self.cx + self.ax * math.sin(self.wx * t + self.px),
             self.cy + self.ay * math.sin(self.wy * t + self.py),
@@ -130,7 +131,9 @@ class SyntheticScene:
         # another, each from a row offset that depends on n (views, no allocation), so the
         # noise is zero-mean and changes every frame at the cost of two saturating adds.
         self._noise = [
-            np.abs(rng.normal(0.0, noise, size=(height + 64, width, 3))).clip(0, 255).astype(np.uint8)
+            np.abs(rng.normal(0.0, noise, size=(height + 64, width, 3)))
+            .clip(0, 255)
+            .astype(np.uint8)
             for _ in range(3)
         ]
         self._paths = self._make_paths(rng)
