@@ -11,7 +11,7 @@ import stampede as sp
 from _support import LONG, PENDING_PUT, Background, pending_puts, wait_pending_put, wait_until
 
 
-def setup(rt: sp.Runtime, capacity: int | None = None) -> tuple[
+def connect(rt: sp.Runtime, capacity: int | None = None) -> tuple[
     sp.Channel, sp.Task, sp.Task, sp.ChannelInput, sp.ChannelOutput
 ]:
     """A channel, a producer at 0 with an output and a consumer at INFINITY with an input."""
@@ -24,7 +24,7 @@ def setup(rt: sp.Runtime, capacity: int | None = None) -> tuple[
 
 
 def test_smoke(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     item = "hello"
     out.put(0, item)
     ts, got = inp.get(0, timeout=LONG)
@@ -40,7 +40,7 @@ def test_smoke(rt: sp.Runtime) -> None:
 
 
 def test_exact_gets_the_same_open_item_again(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     out.put(1, "a")
     out.put(3, "c")
     assert inp.get(3, timeout=LONG) == (3, "c")
@@ -53,7 +53,7 @@ def test_exact_gets_the_same_open_item_again(rt: sp.Runtime) -> None:
 
 
 def test_oldest_and_newest_skip_consumed_items(rt: sp.Runtime) -> None:
-    ch, _, c, inp, out = setup(rt)
+    ch, _, c, inp, out = connect(rt)
     other = c.attach_input(ch)
     for ts in range(1, 6):
         out.put(ts, str(ts))
@@ -69,7 +69,7 @@ def test_oldest_and_newest_skip_consumed_items(rt: sp.Runtime) -> None:
 
 
 def test_selector_enum_members_work_like_the_constants(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
     for ts in (1, 2, 3):
         out.put(ts, str(ts))
     assert sp.OLDEST is sp.Selector.OLDEST
@@ -88,7 +88,7 @@ def test_selector_enum_members_work_like_the_constants(rt: sp.Runtime) -> None:
 
 
 def test_newest_unseen_skips_stale_and_open_items(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     for ts in range(1, 6):
         out.put(ts, str(ts))
     assert inp.try_get(sp.NEWEST_UNSEEN)[0] == 5
@@ -107,7 +107,7 @@ def test_newest_unseen_skips_stale_and_open_items(rt: sp.Runtime) -> None:
 
 
 def test_newest_unseen_counts_each_skipped_item_once(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     for ts in (10, 20, 30):
         out.put(ts, str(ts))
     assert inp.try_get(sp.NEWEST_UNSEEN)[0] == 30
@@ -131,7 +131,7 @@ def test_newest_unseen_counts_each_skipped_item_once(rt: sp.Runtime) -> None:
 
 
 def test_next_unseen_streams_in_timestamp_order(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
     for ts in (2, 0, 1):
         out.put(ts, str(ts))
     for want in range(3):
@@ -149,7 +149,7 @@ def test_next_unseen_streams_in_timestamp_order(rt: sp.Runtime) -> None:
 
 
 def test_next_unseen_continues_after_the_last_get_of_any_selector(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
     for ts in (1, 5, 6):
         out.put(ts, str(ts))
     assert inp.get(5, timeout=LONG)[0] == 5
@@ -160,7 +160,7 @@ def test_next_unseen_continues_after_the_last_get_of_any_selector(rt: sp.Runtime
 
 
 def test_failed_try_get_reports_neighbours(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
 
     def neighbours(sel: sp.Selector | int) -> tuple[int | None, int | None]:
         with pytest.raises(sp.Unavailable) as e:
@@ -184,7 +184,7 @@ def test_failed_try_get_reports_neighbours(rt: sp.Runtime) -> None:
 
 
 def test_timeout_reports_neighbours(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
     out.put(5, "5")
     out.put(9, "9")
     start = time.monotonic()
@@ -199,7 +199,7 @@ def test_timeout_reports_neighbours(rt: sp.Runtime) -> None:
 
 
 def test_blocking_get_returns_when_the_item_arrives(rt: sp.Runtime) -> None:
-    _, _, _, inp, out = setup(rt)
+    _, _, _, inp, out = connect(rt)
     getter = Background(lambda: inp.get(7, timeout=LONG))
     getter.started.wait(LONG)
     out.put(3, "not this one")
@@ -208,7 +208,7 @@ def test_blocking_get_returns_when_the_item_arrives(rt: sp.Runtime) -> None:
 
 
 def test_consumed_item_is_gone_not_unavailable(rt: sp.Runtime) -> None:
-    ch, _, c, inp, out = setup(rt)
+    ch, _, c, inp, out = connect(rt)
     other = c.attach_input(ch)
     out.put(1, "1")
     inp.get(1, timeout=LONG)
@@ -229,7 +229,7 @@ def test_consumed_item_is_gone_not_unavailable(rt: sp.Runtime) -> None:
 
 
 def test_consume_before_arrival_and_consume_until_cover_later_items(rt: sp.Runtime) -> None:
-    ch, _, c, inp, out = setup(rt)
+    ch, _, c, inp, out = connect(rt)
     other = c.attach_input(ch)
     inp.consume(7)  # need not be present
     inp.consume_until(5)
@@ -269,7 +269,7 @@ def test_below_the_watermark_is_gone(rt: sp.Runtime) -> None:
 
 
 def test_blocked_get_becomes_gone_when_the_watermark_passes(rt: sp.Runtime) -> None:
-    _, p, _, inp, out = setup(rt)
+    _, p, _, inp, out = connect(rt)
     out.put(6, "6")
     getter = Background(lambda: inp.get(1, timeout=LONG))
     getter.started.wait(LONG)
@@ -280,7 +280,7 @@ def test_blocked_get_becomes_gone_when_the_watermark_passes(rt: sp.Runtime) -> N
 
 
 def test_refcounted_item_is_gone_for_everyone_once_reclaimed(rt: sp.Runtime) -> None:
-    ch, _, c, a, out = setup(rt)
+    ch, _, c, a, out = connect(rt)
     b = c.attach_input(ch)
     out.put(4, "once", consumers=1)
     a.get(4, timeout=LONG)
@@ -294,7 +294,7 @@ def test_refcounted_item_is_gone_for_everyone_once_reclaimed(rt: sp.Runtime) -> 
 
 
 def test_duplicate_timestamp_hands_the_item_back(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     out.put(3, "first")
     second = "second"
     with pytest.raises(sp.DuplicateTimestamp) as e:
@@ -312,7 +312,7 @@ def test_duplicate_timestamp_hands_the_item_back(rt: sp.Runtime) -> None:
 
 
 def test_puts_in_any_order(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt, capacity=5)
+    ch, _, _, inp, out = connect(rt, capacity=5)
     for ts in (5, 1, 3, 2, 4):
         out.try_put(ts, str(ts))
     assert ch.timestamps() == [1, 2, 3, 4, 5]
@@ -321,7 +321,7 @@ def test_puts_in_any_order(rt: sp.Runtime) -> None:
 
 
 def test_invalid_puts_are_rejected(rt: sp.Runtime) -> None:
-    ch, _, _, _, out = setup(rt)
+    ch, _, _, _, out = connect(rt)
     with pytest.raises(sp.InvalidTimestamp):
         out.put(sp.INFINITY, "x")
     with pytest.raises(sp.ZeroConsumers):
@@ -374,7 +374,7 @@ def test_containers_share_one_name_space(rt: sp.Runtime) -> None:
 
 
 def test_try_put_into_a_full_channel_fails_with_full(rt: sp.Runtime) -> None:
-    ch, p, _, _, out = setup(rt, capacity=2)
+    ch, p, _, _, out = connect(rt, capacity=2)
     out.try_put(0, "0")
     out.try_put(1, "1")
     item = "2"
@@ -388,7 +388,7 @@ def test_try_put_into_a_full_channel_fails_with_full(rt: sp.Runtime) -> None:
 
 
 def test_put_timeout_into_a_full_channel_fails_with_full(rt: sp.Runtime) -> None:
-    ch, p, _, _, out = setup(rt, capacity=1)
+    ch, p, _, _, out = connect(rt, capacity=1)
     out.put(0, "0")
     p.set_virtual_time(1)
     start = time.monotonic()
@@ -404,7 +404,7 @@ def test_put_timeout_into_a_full_channel_fails_with_full(rt: sp.Runtime) -> None
 
 
 def test_full_counts_each_failed_put_once(rt: sp.Runtime) -> None:
-    ch, p, _, inp, out = setup(rt, capacity=1)
+    ch, p, _, inp, out = connect(rt, capacity=1)
     out.put(0, "0")
     p.set_virtual_time(1)
     with pytest.raises(sp.Full):
@@ -421,7 +421,7 @@ def test_full_counts_each_failed_put_once(rt: sp.Runtime) -> None:
 
 
 def test_blocking_put_completes_when_gc_frees_space(rt: sp.Runtime) -> None:
-    ch, p, _, inp, out = setup(rt, capacity=2)
+    ch, p, _, inp, out = connect(rt, capacity=2)
     freed: list[tuple[int, object]] = []
     ch.on_garbage(lambda ts, value: freed.append((ts, value)))
     out.put(0, "0")
@@ -445,7 +445,7 @@ def test_blocking_put_completes_when_gc_frees_space(rt: sp.Runtime) -> None:
 
 
 def test_close_fails_puts_and_drains_then_reports_closed(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt)
+    ch, _, _, inp, out = connect(rt)
     out.put(1, "1")
     out.put(2, "2")
     assert not ch.closed
@@ -479,7 +479,7 @@ def test_close_wakes_a_blocked_getter(rt: sp.Runtime) -> None:
 
 
 def test_close_wakes_a_blocked_putter(rt: sp.Runtime) -> None:
-    ch, p, _, _, out = setup(rt, capacity=1)
+    ch, p, _, _, out = connect(rt, capacity=1)
     out.put(0, "0")
     putter = Background(lambda: out.put(1, "1", timeout=LONG))
     wait_pending_put(rt)
@@ -490,7 +490,7 @@ def test_close_wakes_a_blocked_putter(rt: sp.Runtime) -> None:
 
 
 def test_connections_of_an_exited_task_are_detached(rt: sp.Runtime) -> None:
-    ch, p, c, inp, out = setup(rt)
+    ch, p, c, inp, out = connect(rt)
     out.put(0, "0")
     assert ch.stats().connections == 1
     blocked = c.attach_input(ch)
@@ -515,7 +515,7 @@ def test_connections_of_an_exited_task_are_detached(rt: sp.Runtime) -> None:
 
 
 def test_detach_closes_open_items_and_releases_visibility(rt: sp.Runtime) -> None:
-    ch, _, c, inp, out = setup(rt)
+    ch, _, c, inp, out = connect(rt)
     out.put(4, "4")
     inp.get(4, timeout=LONG)
     assert c.visibility == 4
@@ -569,7 +569,7 @@ def test_connections_are_context_managers(rt: sp.Runtime) -> None:
 
 
 def test_stats_count_operations(rt: sp.Runtime) -> None:
-    ch, p, c, a, out = setup(rt)
+    ch, p, c, a, out = connect(rt)
     b = c.attach_input(ch)
     for ts in range(4):
         out.put(ts, str(ts))
@@ -600,7 +600,7 @@ def test_exact_infinity_is_gone(rt: sp.Runtime) -> None:
 
 
 def test_task_exit_fails_a_blocked_put_at_once(rt: sp.Runtime) -> None:
-    ch, p, _, _, out = setup(rt, capacity=1)
+    ch, p, _, _, out = connect(rt, capacity=1)
     out.put(0, "0")
     putter = Background(lambda: out.put(1, "1", timeout=LONG))
     wait_pending_put(rt)
@@ -614,7 +614,7 @@ def test_task_exit_fails_a_blocked_put_at_once(rt: sp.Runtime) -> None:
 
 
 def test_blocked_put_completes_when_the_holding_reader_detaches(rt: sp.Runtime) -> None:
-    ch, p, _, inp, out = setup(rt, capacity=1)
+    ch, p, _, inp, out = connect(rt, capacity=1)
     out.put(0, "0")
     p.set_virtual_time(1)
     putter = Background(lambda: out.put(1, "1", timeout=LONG))
@@ -639,7 +639,7 @@ def test_blocked_put_completes_when_the_holding_task_exits(rt: sp.Runtime) -> No
 
 
 def test_blocked_put_completes_when_a_counted_item_is_consumed(rt: sp.Runtime) -> None:
-    ch, _, _, inp, out = setup(rt, capacity=1)
+    ch, _, _, inp, out = connect(rt, capacity=1)
     out.put(0, "0", consumers=1)
     putter = Background(lambda: out.put(1, "1", timeout=LONG))
     wait_pending_put(rt)
@@ -669,7 +669,7 @@ def test_a_channel_accepts_64_input_connections_and_reuses_freed_places(
 
 
 def test_every_put_wakes_a_parked_get(rt: sp.Runtime) -> None:
-    ch, _, c, inp, out = setup(rt)
+    ch, _, c, inp, out = connect(rt)
     early = c.attach_input(ch)
     getter = Background(lambda: inp.get(sp.NEXT_UNSEEN, timeout=LONG))
     getter.started.wait(LONG)
@@ -694,7 +694,7 @@ def test_every_put_wakes_a_parked_get(rt: sp.Runtime) -> None:
 
 
 def test_a_parked_get_learns_at_once_that_it_can_never_succeed(rt: sp.Runtime) -> None:
-    ch, p, _, inp, out = setup(rt)
+    ch, p, _, inp, out = connect(rt)
     doomed = rt.task(sp.INFINITY)
     doomed_input = doomed.attach_input(ch)
     out.put(9, "9")  # lets the floor rise past what the gets wait for
@@ -720,7 +720,7 @@ def test_a_parked_get_learns_at_once_that_it_can_never_succeed(rt: sp.Runtime) -
 
 
 def test_consuming_on_one_connection_leaves_the_others_alone(rt: sp.Runtime) -> None:
-    ch, p, c, a, out = setup(rt)
+    ch, p, c, a, out = connect(rt)
     b = c.attach_input(ch)
     fresh = c.attach_input(ch)
     for ts in range(1, 7):

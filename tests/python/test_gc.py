@@ -504,12 +504,12 @@ def test_bounded_channel_never_exceeds_its_capacity(auto_rt: sp.Runtime) -> None
     inp = rt.task(sp.INFINITY).attach_input(ch)
     out = producer.attach_output(ch)
     done = threading.Event()
-    max_seen = 0
 
-    def monitor() -> None:
-        nonlocal max_seen
+    def monitor() -> int:
+        seen = 0
         while not done.is_set():
-            max_seen = max(max_seen, len(ch), ch.stats().items)
+            seen = max(seen, len(ch), ch.stats().items)
+        return seen
 
     def produce() -> None:
         for ts in range(n):
@@ -519,18 +519,20 @@ def test_bounded_channel_never_exceeds_its_capacity(auto_rt: sp.Runtime) -> None
 
     watcher = Background(monitor)
     putter = Background(produce)
+    seen_here = 0
     try:
         for want in range(n):
             ts, _ = inp.get(sp.NEXT_UNSEEN, timeout=LONG)
             assert ts == want
-            max_seen = max(max_seen, len(ch))
+            # The item just gotten is open, so it is still stored.
+            seen_here = max(seen_here, len(ch))
             # Hold up to two items open at once.
             if ts % 2 == 1:
                 inp.consume_until(ts)
     finally:
         done.set()
     putter.result(LONG)
-    watcher.result(LONG)
+    max_seen = max(seen_here, watcher.result(LONG))
     assert 0 < max_seen <= cap, f"a bounded channel held {max_seen} > {cap} items"
     assert ch.stats().full == 0, "blocking puts never fail with Full"
 

@@ -166,9 +166,13 @@ def test_many_threads_share_a_queue_without_loss_or_duplication(auto_rt: sp.Runt
     q = rt.queue("jobs", capacity=16)
     got: list[tuple[int, int]] = []
     lock = threading.Lock()
+    go = threading.Event()
 
     def produce(task: sp.Task, p: int) -> None:
         out = task.attach_output(q)
+        # A producer that finished before the others were created would let the floor rise
+        # above their virtual time 0.
+        assert go.wait(LONG)
         for i in range(per_producer):
             out.put(i, (p, i), timeout=LONG)
 
@@ -187,6 +191,7 @@ def test_many_threads_share_a_queue_without_loss_or_duplication(auto_rt: sp.Runt
 
     workers = [rt.spawn(consume, vt=sp.INFINITY) for _ in range(consumers)]
     sources = [rt.spawn(produce, p) for p in range(producers)]
+    go.set()
     for source in sources:
         source.result(LONG * 3)
     q.close()
