@@ -992,6 +992,11 @@ impl Channel {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The item stored at `ts`, read without a connection (nothing is marked open or
+    /// consumed): for tools and for forwarding items to other address spaces.
+    pub fn peek(&self, ts: Timestamp) -> Option<Item> {
+        self.core.lock().items.get(&ts).map(|s| s.item.clone())
+    }
     /// Timestamps of the items stored now, ascending.
     pub fn timestamps(&self) -> Vec<Timestamp> {
         self.core.lock().items.keys().copied().collect()

@@ -26,6 +26,9 @@ pub enum PutErrorKind {
     Closed,
     /// The connection was detached, or its task exited.
     Detached,
+    /// The container's address space left, died, or did not answer in time; the put may not
+    /// have been stored.
+    Unreachable,
 }
 
 /// A put that failed; the item is handed back unchanged.
@@ -36,8 +39,13 @@ pub struct PutError {
 }
 
 impl PutError {
-    pub(crate) fn new(kind: PutErrorKind, ts: Timestamp, item: Item) -> Self {
+    /// A failed put of `item` at `ts` (for layers that forward puts).
+    pub fn new(kind: PutErrorKind, ts: Timestamp, item: Item) -> Self {
         Self { kind, ts, item }
+    }
+    /// The timestamp of the failed put.
+    pub fn ts(&self) -> Timestamp {
+        self.ts
     }
     /// What went wrong.
     pub fn kind(&self) -> PutErrorKind {
@@ -88,6 +96,10 @@ impl fmt::Display for PutError {
             }
             PutErrorKind::Closed => write!(f, "put at {ts}: container is closed"),
             PutErrorKind::Detached => write!(f, "put at {ts}: connection is detached"),
+            PutErrorKind::Unreachable => write!(
+                f,
+                "put at {ts}: the container's address space is unreachable (left, died or timed out)"
+            ),
         }
     }
 }
@@ -118,6 +130,8 @@ pub enum GetError {
     Closed,
     /// The connection was detached, or its task exited.
     Detached,
+    /// The container's address space left, died, or did not answer in time.
+    Unreachable,
 }
 
 impl fmt::Display for GetError {
@@ -135,6 +149,9 @@ impl fmt::Display for GetError {
             GetError::Gone(ts) => write!(f, "item {} can never appear again", fmt_ts(*ts)),
             GetError::Closed => f.write_str("container is closed"),
             GetError::Detached => f.write_str("connection is detached"),
+            GetError::Unreachable => f.write_str(
+                "the container's address space is unreachable (left, died or timed out)",
+            ),
         }
     }
 }
@@ -173,6 +190,8 @@ pub enum StmError {
     TooManyConnections(usize),
     /// A zero reference count or other invalid argument.
     InvalidArgument(&'static str),
+    /// The container's address space left, died, or did not answer in time.
+    Unreachable(String),
 }
 
 impl fmt::Display for StmError {
@@ -200,6 +219,7 @@ impl fmt::Display for StmError {
                 write!(f, "a channel accepts at most {n} input connections")
             }
             StmError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            StmError::Unreachable(what) => write!(f, "unreachable: {what}"),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::channel::{Channel, ChannelCore};
 use crate::container::{ContainerOptions, Named};
 use crate::error::StmError;
-use crate::gc::{ConnId, GcStats, WatermarkReport, Zone};
+use crate::gc::{ConnId, GcStats, MarkListener, WatermarkReport, Zone};
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
@@ -35,6 +35,7 @@ pub(crate) struct RtInner {
     zones: Mutex<BTreeMap<ZoneId, Arc<Zone>>>,
     names: Mutex<HashMap<String, NamedWeak>>,
     next_id: AtomicU64,
+    mark_listener: Mutex<Option<MarkListener>>,
     #[cfg(not(loom))]
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
 }
@@ -124,6 +125,7 @@ impl RuntimeBuilder {
             zones: Mutex::new(BTreeMap::new()),
             names: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            mark_listener: Mutex::new(None),
             #[cfg(not(loom))]
             stop: Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new())),
         });
@@ -199,8 +201,45 @@ impl Runtime {
     pub(crate) fn zone(&self, id: ZoneId) -> Arc<Zone> {
         lock(&self.inner.zones)
             .entry(id)
-            .or_insert_with(|| Arc::new(Zone::new(id)))
+            .or_insert_with(|| {
+                let z = Zone::new(id);
+                z.set_listener(lock(&self.inner.mark_listener).clone());
+                Arc::new(z)
+            })
             .clone()
+    }
+
+    /// The zones this runtime has seen.
+    pub fn zones(&self) -> Vec<ZoneId> {
+        lock(&self.inner.zones).keys().copied().collect()
+    }
+
+    /// Calls `f(zone, mark)` whenever a collection pass finds that a zone's *local mark* (the
+    /// lowest of this runtime's own watermark terms, [`WatermarkReport::local`]) changed.
+    ///
+    /// A distribution layer reports the mark to the other address spaces, which feed it to
+    /// [`set_remote_term`](Runtime::set_remote_term). `f` runs on the thread of the pass and
+    /// must not block.
+    pub fn on_local_mark(&self, f: impl Fn(ZoneId, Timestamp) + Send + Sync + 'static) {
+        let f: MarkListener = Arc::new(f);
+        *lock(&self.inner.mark_listener) = Some(f.clone());
+        for z in lock(&self.inner.zones).values() {
+            z.set_listener(Some(f.clone()));
+        }
+    }
+
+    /// The local mark of `zone` as of the last collection pass (`INFINITY` before any).
+    pub fn local_mark(&self, zone: ZoneId) -> Timestamp {
+        self.zone(zone).local_mark()
+    }
+
+    /// Adds, replaces or (with `None`) removes the lowest watermark term another address space
+    /// of a distributed application reported for `zone`. Items are reclaimed only below
+    /// every such term, and a zone with remote terms keeps collecting without local tasks.
+    pub fn set_remote_term(&self, zone: ZoneId, space: &str, ts: Option<Timestamp>) {
+        let z = self.zone(zone);
+        z.set_remote(space, ts);
+        z.nudge();
     }
 
     fn register_name(&self, name: &Option<String>, w: NamedWeak) -> Result<(), StmError> {

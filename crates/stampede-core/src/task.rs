@@ -24,6 +24,13 @@ pub(crate) trait Detach: Send + Sync {
     fn wake_putters(&self) {}
 }
 
+/// The wake target of a put in flight elsewhere: nothing here to wake.
+struct NoWake;
+
+impl Detach for NoWake {
+    fn detach(&self, _: ConnId, _: &TaskInner) {}
+}
+
 struct PendingPut {
     ts: Timestamp,
     container: ContainerId,
@@ -56,6 +63,9 @@ pub(crate) struct TaskInner {
     visibility: AtomicI64,
     state: Mutex<TaskState>,
     alive: AtomicBool,
+    /// Acts for a task of another address space, which reports that task's virtual time
+    /// itself: the virtual time here only mirrors its visibility for the rule checks.
+    proxy: bool,
 }
 
 impl fmt::Debug for TaskInner {
@@ -127,14 +137,17 @@ impl TaskInner {
     /// The task's own watermark terms: its virtual time and its pending puts.
     pub(crate) fn gc_term(&self, holds: Option<&mut Vec<Hold>>) -> Timestamp {
         let st = lock(&self.state);
+        let vt = if self.proxy { INFINITY } else { st.vt };
         if let Some(h) = holds {
-            h.push(Hold {
-                ts: st.vt,
-                cause: HoldCause::VirtualTime {
-                    task: self.id,
-                    task_name: self.name.clone(),
-                },
-            });
+            if !self.proxy {
+                h.push(Hold {
+                    ts: st.vt,
+                    cause: HoldCause::VirtualTime {
+                        task: self.id,
+                        task_name: self.name.clone(),
+                    },
+                });
+            }
             for &PendingPut { ts, container, .. } in &st.pending {
                 h.push(Hold {
                     ts,
@@ -147,7 +160,7 @@ impl TaskInner {
             }
         }
         let pending = st.pending.iter().map(|p| p.ts).min().unwrap_or(INFINITY);
-        st.vt.min(pending)
+        vt.min(pending)
     }
 
     pub(crate) fn register_conn(&self, c: Weak<dyn Detach>, id: ConnId) -> Result<(), StmError> {
@@ -347,6 +360,50 @@ impl Task {
         Pacer::new(period, tolerance, on_late)
     }
 
+    /// Sets a proxy task's virtual time to the visibility of the task it acts for, so the
+    /// rule checks of its next operation use it. Fails on other tasks.
+    #[doc(hidden)]
+    pub fn mirror_visibility(&self, v: Timestamp) -> Result<(), StmError> {
+        if !self.inner.proxy {
+            return Err(StmError::InvalidArgument("not a proxy task"));
+        }
+        let mut st = lock(&self.inner.state);
+        if !self.inner.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        st.vt = v;
+        self.inner.store_visibility(&st);
+        Ok(())
+    }
+
+    /// Counts an item open on a connection to a container of another address space in this
+    /// task's visibility (the owner counts it in its watermark).
+    #[doc(hidden)]
+    pub fn add_remote_open(&self, zone: ZoneId, ts: Timestamp) {
+        self.inner.add_open(zone, ts);
+    }
+
+    /// Undoes one [`add_remote_open`](Task::add_remote_open).
+    #[doc(hidden)]
+    pub fn remove_remote_open(&self, zone: ZoneId, ts: Timestamp) {
+        self.inner.remove_open(zone, ts);
+    }
+
+    /// Counts a put in flight to another address space in this task's visibility and
+    /// watermark term until [`remove_remote_put`](Task::remove_remote_put).
+    #[doc(hidden)]
+    pub fn add_remote_put(&self, ts: Timestamp, container: ContainerId) {
+        let none: Weak<NoWake> = Weak::new();
+        self.inner.add_pending(ts, container, none);
+    }
+
+    /// Undoes one [`add_remote_put`](Task::add_remote_put).
+    #[doc(hidden)]
+    pub fn remove_remote_put(&self, ts: Timestamp, container: ContainerId) {
+        self.inner.remove_pending(ts, container);
+        self.inner.zone.nudge();
+    }
+
     /// Ends the task: detaches every connection (queue items it held are redelivered) and
     /// removes its virtual time from the watermark.
     pub fn exit(self) {}
@@ -366,6 +423,7 @@ pub struct TaskBuilder<'a> {
     name: Option<String>,
     zone: ZoneId,
     vt: Timestamp,
+    proxy: bool,
 }
 
 impl<'a> TaskBuilder<'a> {
@@ -376,7 +434,17 @@ impl<'a> TaskBuilder<'a> {
             name: None,
             zone: ZoneId::DEFAULT,
             vt: INFINITY,
+            proxy: false,
         }
+    }
+
+    /// Makes the task a proxy for a task of another address space (for distribution
+    /// layers): its virtual time is not a watermark term, since the other address space
+    /// reports it, and [`Task::mirror_visibility`] sets it freely.
+    #[doc(hidden)]
+    pub fn proxy(mut self) -> Self {
+        self.proxy = true;
+        self
     }
 
     /// Names the task (used in watermark explanations and thread names).
@@ -432,6 +500,7 @@ impl<'a> TaskBuilder<'a> {
                 conns: Vec::new(),
             }),
             alive: AtomicBool::new(true),
+            proxy: self.proxy,
         });
         zone.add_task(inner.clone());
         Ok(Task {

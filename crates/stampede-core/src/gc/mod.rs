@@ -37,7 +37,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::task::{TaskId, TaskInner};
-use crate::time::{fmt_ts, Timestamp, ZoneId};
+use crate::time::{fmt_ts, Timestamp, ZoneId, INFINITY};
 
 /// Identifies a container within a runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -91,6 +91,11 @@ pub enum HoldCause {
     },
     /// Nothing at or above this timestamp was ever put in the zone; the floor stops here.
     Horizon,
+    /// The lowest term another address space of a distributed application reported.
+    Remote {
+        /// The reporting address space.
+        space: String,
+    },
     /// An unconsumed queue item.
     QueueItem {
         /// The queue.
@@ -115,6 +120,7 @@ impl fmt::Display for Hold {
                 write!(f, "{ts}: virtual time of task {task_name} ({})", task.0)
             }
             HoldCause::Horizon => write!(f, "{ts}: horizon (one above the newest item put)"),
+            HoldCause::Remote { space } => write!(f, "{ts}: address space {space}"),
             HoldCause::PendingPut {
                 task_name,
                 container,
@@ -152,6 +158,9 @@ impl fmt::Display for Hold {
 pub struct WatermarkReport {
     /// The zone.
     pub zone: ZoneId,
+    /// The lowest of this runtime's own terms (tasks, puts, connections, queue items), without
+    /// the horizon and remote terms: what this address space reports to the others.
+    pub local: Timestamp,
     /// The watermark applied so far; everything below it has been reclaimed.
     pub floor: Timestamp,
     /// The watermark the terms give now (a pass would raise the floor to it).
@@ -209,6 +218,17 @@ pub struct GcStats {
 struct Members {
     tasks: BTreeMap<TaskId, Arc<TaskInner>>,
     containers: Vec<Weak<dyn Collectable>>,
+    /// Lowest terms reported by other address spaces, by space.
+    remote: BTreeMap<String, Timestamp>,
+}
+
+/// Told of every change of a zone's local mark (see [`WatermarkReport::local`]).
+pub(crate) type MarkListener = Arc<dyn Fn(ZoneId, Timestamp) + Send + Sync>;
+
+struct Snapshot {
+    tasks: Vec<Arc<TaskInner>>,
+    containers: Vec<Arc<dyn Collectable>>,
+    remote: Vec<(String, Timestamp)>,
 }
 
 /// A time zone: its members, its floor and the lock that makes a pass a consistent cut.
@@ -222,6 +242,9 @@ pub(crate) struct Zone {
     pub(crate) blocked_putters: CachePadded<AtomicUsize>,
     passes: AtomicU64,
     pub(crate) reclaimed: AtomicU64,
+    /// The local mark of the last pass.
+    local: AtomicI64,
+    listener: Mutex<Option<MarkListener>>,
 }
 
 impl fmt::Debug for Zone {
@@ -242,7 +265,30 @@ impl Zone {
             blocked_putters: CachePadded::new(AtomicUsize::new(0)),
             passes: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
+            local: AtomicI64::new(INFINITY),
+            listener: Mutex::new(None),
         }
+    }
+
+    pub(crate) fn set_listener(&self, l: Option<MarkListener>) {
+        *lock(&self.listener) = l;
+    }
+
+    /// Sets (or with `None` removes) the lowest term reported by another address space.
+    pub(crate) fn set_remote(&self, space: &str, ts: Option<Timestamp>) {
+        let mut m = lock(&self.members);
+        match ts {
+            Some(ts) => {
+                m.remote.insert(space.to_owned(), ts);
+            }
+            None => {
+                m.remote.remove(space);
+            }
+        }
+    }
+
+    pub(crate) fn local_mark(&self) -> Timestamp {
+        self.local.load(Ordering::Acquire)
     }
 
     /// Holds off passes while a term moves.
@@ -268,18 +314,20 @@ impl Zone {
         lock(&self.members).containers.push(c);
     }
 
-    fn snapshot(&self) -> (Vec<Arc<TaskInner>>, Vec<Arc<dyn Collectable>>) {
+    fn snapshot(&self) -> Snapshot {
         let mut m = lock(&self.members);
         m.containers.retain(|c| c.strong_count() > 0);
-        let cs = m.containers.iter().filter_map(Weak::upgrade).collect();
-        (m.tasks.values().cloned().collect(), cs)
+        let containers = m.containers.iter().filter_map(Weak::upgrade).collect();
+        Snapshot {
+            tasks: m.tasks.values().cloned().collect(),
+            containers,
+            remote: m.remote.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
     }
 
-    fn terms(
-        tasks: &[Arc<TaskInner>],
-        containers: &[Arc<dyn Collectable>],
-        mut holds: Option<&mut Vec<Hold>>,
-    ) -> Timestamp {
+    /// The watermark the terms give, and the local mark.
+    fn terms(s: &Snapshot, mut holds: Option<&mut Vec<Hold>>) -> (Timestamp, Timestamp) {
+        let (tasks, containers) = (&s.tasks, &s.containers);
         let newest = containers
             .iter()
             .map(|c| c.newest())
@@ -292,35 +340,61 @@ impl Zone {
                 cause: HoldCause::Horizon,
             });
         }
-        let mut w = horizon;
+        let mut local = INFINITY;
         for t in tasks {
-            w = w.min(t.gc_term(holds.as_deref_mut()));
+            local = local.min(t.gc_term(holds.as_deref_mut()));
         }
         for c in containers {
-            w = w.min(c.low_mark(holds.as_deref_mut()));
+            local = local.min(c.low_mark(holds.as_deref_mut()));
         }
-        w
+        let mut w = horizon.min(local);
+        for &(ref space, ts) in &s.remote {
+            w = w.min(ts);
+            if let Some(h) = holds.as_deref_mut() {
+                h.push(Hold {
+                    ts,
+                    cause: HoldCause::Remote {
+                        space: space.clone(),
+                    },
+                });
+            }
+        }
+        (w, local)
+    }
+
+    /// Publishes a changed local mark to the listener, outside every lock but this one's.
+    fn note_local(&self, local: Timestamp) {
+        if self.local.swap(local, Ordering::AcqRel) != local {
+            let l = lock(&self.listener).clone();
+            if let Some(l) = l {
+                l(self.id, local);
+            }
+        }
     }
 
     /// Runs one pass: takes a consistent cut of the terms, raises the floor, reclaims.
     pub(crate) fn collect(&self) -> Timestamp {
-        let (w, containers) = {
+        let (w, local, snap) = {
             let _cut = self
                 .gc
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let (tasks, containers) = self.snapshot();
+            let snap = self.snapshot();
             self.passes.fetch_add(1, Ordering::Relaxed);
             let floor = self.floor();
-            if tasks.is_empty() {
-                return floor;
+            let (w, local) = Self::terms(&snap, None);
+            if snap.tasks.is_empty() && snap.remote.is_empty() {
+                (floor, local, None)
+            } else {
+                let w = w.max(floor);
+                self.floor.store(w, Ordering::Release);
+                (w, local, Some(snap))
             }
-            let w = Self::terms(&tasks, &containers, None).max(floor);
-            self.floor.store(w, Ordering::Release);
-            (w, containers)
         };
+        self.note_local(local);
+        let Some(snap) = snap else { return w };
         let mut n = 0;
-        for c in &containers {
+        for c in &snap.containers {
             n += c.reclaim_below(w);
         }
         self.reclaimed.fetch_add(n as u64, Ordering::Relaxed);
@@ -345,15 +419,16 @@ impl Zone {
             .gc
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (tasks, containers) = self.snapshot();
+        let snap = self.snapshot();
         let mut holds = Vec::new();
-        let w = Self::terms(&tasks, &containers, Some(&mut holds));
+        let (w, local) = Self::terms(&snap, Some(&mut holds));
         holds.sort_by_key(|h| h.ts);
         let floor = self.floor();
         WatermarkReport {
             zone: self.id,
+            local,
             floor,
-            watermark: if tasks.is_empty() {
+            watermark: if snap.tasks.is_empty() && snap.remote.is_empty() {
                 floor
             } else {
                 w.max(floor)

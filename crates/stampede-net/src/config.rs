@@ -1,0 +1,242 @@
+//! How an address space joins: Zenoh mode, endpoints, security and failure timeouts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::NetError;
+
+/// How the Zenoh session of an address space takes part in the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// A cluster member: connects directly to the other peers it learns of.
+    #[default]
+    Peer,
+    /// An end device: one connection to a router (or peer) that routes for it.
+    Client,
+    /// Routes between peers and clients, possibly across networks.
+    Router,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Peer => "peer",
+            Mode::Client => "client",
+            Mode::Router => "router",
+        }
+    }
+}
+
+/// TLS settings (endpoints then use `tls/` locators).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// The certificate authority that signed the other side's certificate.
+    pub root_ca: Option<PathBuf>,
+    /// This side's certificate, for listening.
+    pub certificate: Option<PathBuf>,
+    /// This side's private key, for listening.
+    pub private_key: Option<PathBuf>,
+    /// Check that the certificate names the host connected to (default on).
+    pub verify_name: bool,
+}
+
+/// Configuration of an address space. The defaults suit processes on one host: peer mode,
+/// no multicast scouting (so unrelated applications on a network never meet), failure
+/// detection within about a second.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Zenoh mode.
+    pub mode: Mode,
+    /// Endpoints to listen on, such as `tcp/127.0.0.1:7447`.
+    pub listen: Vec<String>,
+    /// Endpoints to connect to.
+    pub connect: Vec<String>,
+    /// Find peers by UDP multicast on the local network.
+    pub multicast_scouting: bool,
+    /// TLS, when endpoints use `tls/`.
+    pub tls: Option<Tls>,
+    /// User and password this side presents.
+    pub credentials: Option<(String, String)>,
+    /// A file of `user:password` lines this side accepts (routers and listening peers).
+    pub credentials_file: Option<PathBuf>,
+    /// How long a silent link stays up: also how soon a killed process is noticed.
+    pub lease: Duration,
+    /// How long an operation waits for an answer from a live owner before it fails as
+    /// unreachable (waiting operations ask again every [`wait_slice`](Config::wait_slice)).
+    pub op_timeout: Duration,
+    /// How long an owner waits in one piece for a blocked operation before the requester
+    /// asks again; bounds how late a requester notices a dead owner.
+    pub wait_slice: Duration,
+    /// How long joining waits to reach the configured endpoints.
+    pub connect_timeout: Duration,
+    /// Bytes of shared memory for large messages to processes on this host (0: off).
+    pub shm_pool: usize,
+    /// Further Zenoh settings as `(path, JSON5 value)`, applied last.
+    pub zenoh: Vec<(String, String)>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Peer,
+            listen: Vec::new(),
+            connect: Vec::new(),
+            multicast_scouting: false,
+            tls: None,
+            credentials: None,
+            credentials_file: None,
+            lease: Duration::from_millis(1000),
+            op_timeout: Duration::from_secs(5),
+            wait_slice: Duration::from_millis(250),
+            connect_timeout: Duration::from_secs(5),
+            shm_pool: 64 << 20,
+            zenoh: Vec::new(),
+        }
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn json_list(v: &[String]) -> String {
+    let items: Vec<_> = v.iter().map(|s| json_str(s)).collect();
+    format!("[{}]", items.join(","))
+}
+
+impl Config {
+    /// A peer of a cluster (the default).
+    pub fn peer() -> Self {
+        Self::default()
+    }
+
+    /// An end device connecting to `router`.
+    pub fn client(router: impl Into<String>) -> Self {
+        Config {
+            mode: Mode::Client,
+            connect: vec![router.into()],
+            ..Self::default()
+        }
+    }
+
+    /// A router listening on `endpoint`.
+    pub fn router(endpoint: impl Into<String>) -> Self {
+        Config {
+            mode: Mode::Router,
+            listen: vec![endpoint.into()],
+            ..Self::default()
+        }
+    }
+
+    /// Adds an endpoint to listen on.
+    pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
+        self.listen.push(endpoint.into());
+        self
+    }
+
+    /// Adds an endpoint to connect to.
+    pub fn connect(mut self, endpoint: impl Into<String>) -> Self {
+        self.connect.push(endpoint.into());
+        self
+    }
+
+    /// Presents these credentials.
+    pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials = Some((user.into(), password.into()));
+        self
+    }
+
+    /// Sets TLS.
+    pub fn tls(mut self, tls: Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The Zenoh configuration this one stands for.
+    pub fn to_zenoh(&self) -> Result<zenoh::Config, NetError> {
+        if self.mode == Mode::Client && self.connect.is_empty() {
+            return Err(NetError::Config(
+                "client mode needs an endpoint to connect to".into(),
+            ));
+        }
+        if self.lease < Duration::from_millis(100) {
+            return Err(NetError::Config("lease must be at least 100 ms".into()));
+        }
+        if self.wait_slice.is_zero() || self.op_timeout.is_zero() {
+            return Err(NetError::Config(
+                "op_timeout and wait_slice must be positive".into(),
+            ));
+        }
+        let mut c = zenoh::Config::default();
+        let mut set = |k: &str, v: String| {
+            c.insert_json5(k, &v)
+                .map_err(|e| NetError::Config(format!("{k} = {v}: {e}")))
+        };
+        set("mode", json_str(self.mode.as_str()))?;
+        set("listen/endpoints", json_list(&self.listen))?;
+        set("connect/endpoints", json_list(&self.connect))?;
+        let ms = self.connect_timeout.as_millis().min(i64::MAX as u128) as i64;
+        set("connect/timeout_ms", ms.to_string())?;
+        set("connect/exit_on_failure", "true".into())?;
+        set(
+            "scouting/multicast/enabled",
+            self.multicast_scouting.to_string(),
+        )?;
+        set(
+            "transport/link/tx/lease",
+            self.lease.as_millis().to_string(),
+        )?;
+        set("transport/link/tx/keep_alive", "4".into())?;
+        set(
+            "transport/shared_memory/enabled",
+            (self.shm_pool > 0).to_string(),
+        )?;
+        if self.shm_pool > 0 {
+            set(
+                "transport/shared_memory/transport_optimization/pool_size",
+                self.shm_pool.to_string(),
+            )?;
+        }
+        if let Some(t) = &self.tls {
+            let path = |p: &PathBuf| json_str(&p.to_string_lossy());
+            if let Some(p) = &t.root_ca {
+                set("transport/link/tls/root_ca_certificate", path(p))?;
+            }
+            if let Some(p) = &t.certificate {
+                set("transport/link/tls/listen_certificate", path(p))?;
+            }
+            if let Some(p) = &t.private_key {
+                set("transport/link/tls/listen_private_key", path(p))?;
+            }
+            set(
+                "transport/link/tls/verify_name_on_connect",
+                t.verify_name.to_string(),
+            )?;
+        }
+        if let Some((u, p)) = &self.credentials {
+            set("transport/auth/usrpwd/user", json_str(u))?;
+            set("transport/auth/usrpwd/password", json_str(p))?;
+        }
+        if let Some(f) = &self.credentials_file {
+            set(
+                "transport/auth/usrpwd/dictionary_file",
+                json_str(&f.to_string_lossy()),
+            )?;
+        }
+        for (k, v) in &self.zenoh {
+            set(k, v.clone())?;
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,52 @@
+//! Stampede across processes and hosts, over Eclipse Zenoh.
+//!
+//! An [`Space`] (address space) is a process's runtime joined to a named application.
+//! Containers live in the space that created them and are registered by name; tasks in
+//! any space find them with [`Space::lookup_channel`] and the others, and use them through
+//! the same operations as local ones, with the same rules. Garbage collection spans the
+//! application: each space reports the lowest of its own watermark terms, and every space
+//! reclaims only below the lowest report. A space that leaves or dies (noticed through
+//! Zenoh liveliness within the configured lease) releases its connections, its virtual
+//! time and its held queue items, so the others go on.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use stampede_core::{ContainerOptions, Selector, INFINITY};
+//! use stampede_net::{Config, Space};
+//!
+//! // Process 1 owns the channel and produces.
+//! let owner = Space::join("kiosk", Config::peer().listen("tcp/127.0.0.1:7447"))?;
+//! let frames = owner.channel(ContainerOptions::bounded(8).name("video/frames"))?;
+//! let digitizer = owner.task(0)?;
+//! let out = digitizer.attach_output(&frames)?;
+//! out.put(0, vec![0u8; 1024])?;
+//!
+//! // Process 2 finds it by name and consumes.
+//! let user = Space::join("kiosk", Config::peer().connect("tcp/127.0.0.1:7447"))?;
+//! let frames = user.lookup_channel("video/frames", Duration::from_secs(5))?;
+//! let tracker = user.task(INFINITY)?;
+//! let input = tracker.attach_input(&frames)?;
+//! let (ts, frame) = input.get(Selector::NewestUnseen)?;
+//! input.consume_until(ts)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
+
+mod api;
+mod config;
+mod error;
+mod server;
+mod space;
+pub mod wire;
+mod zbytes;
+
+pub use api::{Channel, Container, InputConnection, OutputConnection, Queue, Register, Task};
+pub use config::{Config, Mode, Tls};
+pub use error::NetError;
+pub use space::{NameEvent, NameWatch, Space, SpaceStats};
+pub use wire::{Kind, NameRecord};

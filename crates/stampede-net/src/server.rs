@@ -1,0 +1,463 @@
+//! The owner's side: operations other address spaces send to the containers owned here.
+//!
+//! Each remote task gets a *proxy* task here per time zone (the papers' surrogate). Its
+//! connections are ordinary connections, so every rule of the local case applies as is;
+//! the proxy mirrors the remote task's visibility for the rule checks, and its virtual time
+//! is left out of the watermark because the remote space reports it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use stampede_core::{
+    GetError, InputConnection, Item, OutputConnection, PutError, PutErrorKind, PutOptions,
+    StmError, Wait, ZoneId, INFINITY,
+};
+use zenoh::query::Query;
+use zenoh::Wait as _;
+
+use crate::space::{lock, Owned, Shared};
+use crate::wire::{self, ErrorCode, Reply, Request, TaskRef, WireItem};
+use crate::zbytes;
+
+/// A connection of a proxy task.
+pub(crate) enum Conn {
+    ChIn(InputConnection<stampede_core::Channel>),
+    ChOut(OutputConnection<stampede_core::Channel>),
+    QIn(InputConnection<stampede_core::Queue>),
+    QOut(OutputConnection<stampede_core::Queue>),
+    RIn(InputConnection<stampede_core::Register>),
+    ROut(OutputConnection<stampede_core::Register>),
+}
+
+/// The proxy of one remote task in one zone.
+pub(crate) struct Surrogate {
+    task: stampede_core::Task,
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+/// Threads for operations that wait: they never run on Zenoh's own threads.
+pub(crate) struct Pool {
+    tx: Sender<Box<dyn FnOnce() + Send>>,
+    rx: Receiver<Box<dyn FnOnce() + Send>>,
+    idle: Arc<AtomicUsize>,
+}
+
+impl Pool {
+    pub(crate) fn new() -> Pool {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Pool {
+            tx,
+            rx,
+            idle: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn run(&self, job: Box<dyn FnOnce() + Send>) {
+        if self.idle.load(Ordering::Acquire) == 0 {
+            let rx = self.rx.clone();
+            let idle = self.idle.clone();
+            let started = std::thread::Builder::new()
+                .name("stampede-serve".into())
+                .spawn(move || loop {
+                    idle.fetch_add(1, Ordering::AcqRel);
+                    let job = rx.recv_timeout(Duration::from_secs(30));
+                    idle.fetch_sub(1, Ordering::AcqRel);
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                });
+            if started.is_err() {
+                tracing::error!("could not start a thread for a waiting operation");
+            }
+        }
+        // With no thread started the job waits for a busy one to finish.
+        let _ = self.tx.send(job);
+    }
+}
+
+fn reply(q: &Query, r: &Reply) {
+    let payload = zbytes::from_encoded(wire::encode_reply(r));
+    if let Err(e) = q.reply(q.key_expr().clone(), payload).wait() {
+        tracing::debug!("reply not sent: {e}");
+    }
+}
+
+fn stm_error(e: &StmError) -> Reply {
+    let (code, a, b) = match e {
+        StmError::BelowVisibility {
+            requested,
+            visibility,
+        } => (ErrorCode::BelowVisibility, *visibility, *requested),
+        StmError::ZoneMismatch { task, container } => {
+            (ErrorCode::ZoneMismatch, task.0 as i64, container.0 as i64)
+        }
+        StmError::Detached | StmError::TaskExited => (ErrorCode::Detached, 0, 0),
+        StmError::UnknownTicket(t) => (ErrorCode::UnknownTicket, *t as i64, 0),
+        StmError::Closed => (ErrorCode::Closed, 0, 0),
+        StmError::TooManyConnections(n) => (ErrorCode::TooManyConnections, *n as i64, 0),
+        StmError::InvalidArgument(_) => (ErrorCode::InvalidArgument, 0, 0),
+        _ => (ErrorCode::Other, 0, 0),
+    };
+    Reply::Error {
+        code,
+        a,
+        b,
+        text: e.to_string(),
+    }
+}
+
+fn get_error(e: &GetError) -> Reply {
+    let (code, (a, b)) = match e {
+        GetError::Unavailable(n) => (ErrorCode::Unavailable, wire::neighbors_to_figures(*n)),
+        GetError::Timeout(n) => (ErrorCode::Timeout, wire::neighbors_to_figures(*n)),
+        GetError::Gone(ts) => (ErrorCode::Gone, (*ts, 0)),
+        GetError::Closed => (ErrorCode::Closed, (0, 0)),
+        GetError::Detached => (ErrorCode::Detached, (0, 0)),
+        _ => (ErrorCode::Other, (0, 0)),
+    };
+    Reply::Error {
+        code,
+        a,
+        b,
+        text: e.to_string(),
+    }
+}
+
+fn put_error(e: &PutError) -> Reply {
+    let (code, a) = match e.kind() {
+        PutErrorKind::Full => (ErrorCode::Full, 0),
+        PutErrorKind::DuplicateTimestamp => (ErrorCode::Duplicate, 0),
+        PutErrorKind::BelowVisibility { visibility } => (ErrorCode::BelowVisibility, visibility),
+        PutErrorKind::InvalidTimestamp => (ErrorCode::InvalidTimestamp, 0),
+        PutErrorKind::ZeroConsumers => (ErrorCode::ZeroConsumers, 0),
+        PutErrorKind::Closed => (ErrorCode::Closed, 0),
+        PutErrorKind::Detached => (ErrorCode::Detached, 0),
+        _ => (ErrorCode::Other, 0),
+    };
+    Reply::Error {
+        code,
+        a,
+        b: e.ts(),
+        text: e.to_string(),
+    }
+}
+
+fn wire_item(item: &Item) -> WireItem {
+    WireItem {
+        tag: item.tag(),
+        data: item.wire().clone(),
+    }
+}
+
+/// Whether a reply means "would have to wait".
+fn would_wait(r: &Reply) -> bool {
+    matches!(
+        r,
+        Reply::Error {
+            code: ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Full,
+            ..
+        }
+    )
+}
+
+fn surrogate(sh: &Shared, t: &TaskRef, create: bool) -> Result<Arc<Surrogate>, Reply> {
+    let key = (t.space.clone(), t.task, t.zone);
+    let mut s = lock(&sh.surrogates);
+    if let Some(x) = s.get(&key) {
+        return Ok(x.clone());
+    }
+    if !create {
+        return Err(Reply::error(
+            ErrorCode::UnknownConnection,
+            "no such connection here (detached, or the session expired)",
+        ));
+    }
+    let task = sh
+        .rt
+        .task_builder()
+        .name(format!("{}/task-{}", t.space, t.task))
+        .zone(ZoneId(t.zone))
+        .virtual_time(INFINITY)
+        .proxy()
+        .create()
+        .map_err(|e| stm_error(&e))?;
+    let x = Arc::new(Surrogate {
+        task,
+        conns: Mutex::default(),
+    });
+    s.insert(key, x.clone());
+    Ok(x)
+}
+
+fn conn(sh: &Shared, t: &TaskRef, id: u64) -> Result<(Arc<Surrogate>, Arc<Conn>), Reply> {
+    let s = surrogate(sh, t, false)?;
+    let c = lock(&s.conns).get(&id).cloned().ok_or_else(|| {
+        Reply::error(
+            ErrorCode::UnknownConnection,
+            format!("no connection {id} here (detached, or the session expired)"),
+        )
+    })?;
+    Ok((s, c))
+}
+
+/// Runs a request, waiting at most `wait`.
+fn execute(sh: &Shared, req: &Request, wait: Wait) -> Reply {
+    match execute_inner(sh, req, wait) {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply> {
+    match req {
+        Request::Attach {
+            task,
+            container,
+            input,
+            vis,
+        } => {
+            let owned = sh.owned(*container).ok_or_else(|| {
+                Reply::error(
+                    ErrorCode::UnknownContainer,
+                    format!("no container #{container} here"),
+                )
+            })?;
+            let s = surrogate(sh, task, true)?;
+            let t = &s.task;
+            let e = |e: StmError| stm_error(&e);
+            t.mirror_visibility(*vis).map_err(e)?;
+            let c = match (owned, *input) {
+                (Owned::Channel(c), true) => Conn::ChIn(t.attach_input(&c).map_err(e)?),
+                (Owned::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
+                (Owned::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
+                (Owned::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
+                (Owned::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
+                (Owned::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
+            };
+            let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
+            lock(&s.conns).insert(id, Arc::new(c));
+            Ok(Reply::Attached { conn: id })
+        }
+        Request::Detach { task, conn } => {
+            if let Ok(s) = surrogate(sh, task, false) {
+                lock(&s.conns).remove(conn);
+            }
+            Ok(Reply::Ok)
+        }
+        Request::TaskExit { task } => {
+            lock(&sh.surrogates).remove(&(task.space.clone(), task.task, task.zone));
+            Ok(Reply::Ok)
+        }
+        Request::Put {
+            task,
+            conn: id,
+            vis,
+            ts,
+            consumers,
+            wait: _,
+            item,
+        } => {
+            let (s, c) = conn(sh, task, *id)?;
+            s.task.mirror_visibility(*vis).map_err(|e| stm_error(&e))?;
+            let it = Item::from_wire(item.tag, item.data.clone());
+            let mut opts = PutOptions::default().wait(wait);
+            if *consumers > 0 {
+                opts = opts.consumers(*consumers);
+            }
+            match &*c {
+                Conn::ChOut(o) => o.put_with(*ts, it, opts).map(|()| Reply::Stored { seq: 0 }),
+                Conn::QOut(o) => o.put_with(*ts, it, wait).map(|t| Reply::Stored { seq: t }),
+                Conn::ROut(o) => {
+                    return o
+                        .write(it)
+                        .map(|seq| Reply::Stored { seq })
+                        .map_err(|e| stm_error(&e))
+                }
+                _ => {
+                    return Err(Reply::error(
+                        ErrorCode::InvalidArgument,
+                        "not an output connection",
+                    ))
+                }
+            }
+            .map_err(|e| put_error(&e))
+        }
+        Request::Get {
+            task,
+            conn: id,
+            sel,
+            wait: _,
+            cached,
+        } => {
+            let (_, c) = conn(sh, task, *id)?;
+            let floor = sh.rt.gc_stats(ZoneId(task.zone)).floor;
+            let item = |ts, it: &Item| (!cached.contains(&ts)).then(|| wire_item(it));
+            match &*c {
+                Conn::ChIn(i) => i
+                    .get_with(*sel, wait)
+                    .map(|(ts, it)| Reply::Item {
+                        ts,
+                        seq: 0,
+                        floor,
+                        item: item(ts, &it),
+                    })
+                    .map_err(|e| get_error(&e)),
+                Conn::QIn(i) => i
+                    .get_with(wait)
+                    .map(|q| Reply::Item {
+                        ts: q.ts,
+                        seq: q.ticket,
+                        floor,
+                        item: Some(wire_item(&q.item)),
+                    })
+                    .map_err(|e| get_error(&e)),
+                Conn::RIn(i) => i
+                    .read_with(wait)
+                    .map(|(seq, it)| Reply::Item {
+                        ts: 0,
+                        seq,
+                        floor,
+                        item: Some(wire_item(&it)),
+                    })
+                    .map_err(|e| get_error(&e)),
+                _ => Err(Reply::error(
+                    ErrorCode::InvalidArgument,
+                    "not an input connection",
+                )),
+            }
+        }
+        Request::Consume {
+            task,
+            conn: id,
+            ts,
+            until,
+        } => {
+            let (_, c) = conn(sh, task, *id)?;
+            let r = match (&*c, until) {
+                (Conn::ChIn(i), false) => i.consume(*ts),
+                (Conn::ChIn(i), true) => i.consume_until(*ts),
+                (Conn::QIn(i), false) => i.consume(*ts as u64),
+                _ => {
+                    return Err(Reply::error(
+                        ErrorCode::InvalidArgument,
+                        "not a channel or queue input connection",
+                    ))
+                }
+            };
+            r.map(|()| Reply::Ok).map_err(|e| stm_error(&e))
+        }
+        Request::Close { container } => {
+            let owned = sh.owned(*container).ok_or_else(|| {
+                Reply::error(
+                    ErrorCode::UnknownContainer,
+                    format!("no container #{container} here"),
+                )
+            })?;
+            owned.close();
+            Ok(Reply::Ok)
+        }
+        Request::Explain { zone } => Ok(explain(sh, *zone)),
+    }
+}
+
+/// This space's watermark explanation for `zone`.
+pub(crate) fn explain(sh: &Shared, zone: u32) -> Reply {
+    let r = sh.rt.explain(ZoneId(zone));
+    Reply::Explain {
+        local: r.local,
+        floor: r.floor,
+        watermark: r.watermark,
+        text: r.to_string(),
+    }
+}
+
+fn wait_of(req: &Request) -> Wait {
+    match req {
+        Request::Put { wait, .. } | Request::Get { wait, .. } => *wait,
+        _ => Wait::Never,
+    }
+}
+
+/// Serves one query on the operations key. Operations that can complete at once run on
+/// the calling (Zenoh) thread; those that must wait move to the pool and wait at most one
+/// wait slice, after which the requester asks again.
+pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
+    sh.counters.served.fetch_add(1, Ordering::Relaxed);
+    let Some(payload) = q.payload() else {
+        sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+        reply(&q, &Reply::error(ErrorCode::Malformed, "empty request"));
+        return;
+    };
+    let req = match wire::decode_request(zbytes::to_bytes(payload)) {
+        Ok(r) => r,
+        Err(e) => {
+            sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            reply(&q, &Reply::error(ErrorCode::Malformed, e.to_string()));
+            return;
+        }
+    };
+    let from = match &req {
+        Request::Attach { task, .. }
+        | Request::Detach { task, .. }
+        | Request::TaskExit { task }
+        | Request::Put { task, .. }
+        | Request::Get { task, .. }
+        | Request::Consume { task, .. } => Some(&task.space),
+        _ => None,
+    };
+    if let Some(space) = from {
+        if sh.is_dead(space) {
+            sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+            reply(
+                &q,
+                &Reply::error(ErrorCode::Detached, "this address space's session expired"),
+            );
+            return;
+        }
+    }
+    let wait = wait_of(&req);
+    let first = execute(sh, &req, Wait::Never);
+    if matches!(wait, Wait::Never) || !would_wait(&first) {
+        reply(&q, &first);
+        return;
+    }
+    let slice = sh.cfg.wait_slice;
+    let (w, sliced) = match wait {
+        Wait::For(d) if d <= slice => (Wait::For(d), false),
+        _ => (Wait::For(slice), true),
+    };
+    let job_sh = sh.clone();
+    sh.pool.run(Box::new(move || {
+        let r = execute(&job_sh, &req, w);
+        if sliced && would_wait(&r) {
+            reply(&q, &Reply::Again);
+        } else {
+            reply(&q, &r);
+        }
+    }));
+}
+
+/// Serves a query for name records registered here.
+pub(crate) fn serve_names(sh: &Shared, q: Query) {
+    let prefix = sh.key("meta", &sh.id);
+    let recs: Vec<_> = lock(&sh.names).values().map(|(r, _)| r.clone()).collect();
+    for r in recs {
+        let key = format!("{prefix}/{}", r.name);
+        let Ok(k) = zenoh::key_expr::KeyExpr::try_from(key) else {
+            continue;
+        };
+        if q.key_expr().intersects(&k) {
+            if let Err(e) = q.reply(k, wire::encode_name(&r)).wait() {
+                tracing::debug!("name reply not sent: {e}");
+            }
+        }
+    }
+}
+
+/// Error replies for callers that get an unexpected answer.
+pub(crate) fn unexpected(r: &Reply) -> String {
+    format!("unexpected reply {r:?}")
+}

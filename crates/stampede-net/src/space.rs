@@ -1,0 +1,812 @@
+//! An address space: a runtime joined to a distributed application over Zenoh.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use stampede_core::{Container as _, ContainerOptions, Item, Runtime, Timestamp, ZoneId, INFINITY};
+use zenoh::sample::SampleKind;
+use zenoh::{Session, Wait as _};
+
+use crate::api::{Channel, Queue, Register, Task};
+use crate::config::Config;
+use crate::error::NetError;
+use crate::server;
+use crate::wire::{self, Kind, NameRecord};
+use crate::zbytes;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A container this address space owns.
+#[derive(Clone)]
+pub(crate) enum Owned {
+    Channel(stampede_core::Channel),
+    Queue(stampede_core::Queue),
+    Register(stampede_core::Register),
+}
+
+impl Owned {
+    pub(crate) fn close(&self) {
+        match self {
+            Owned::Channel(c) => c.close(),
+            Owned::Queue(c) => c.close(),
+            Owned::Register(c) => c.close(),
+        }
+    }
+}
+
+/// Cached items of remote channels, shared by the tasks of this address space.
+#[derive(Default)]
+pub(crate) struct Cache {
+    pub(crate) items: HashMap<(String, u64), BTreeMap<Timestamp, Item>>,
+}
+
+/// At most this many items per remote channel stay cached.
+pub(crate) const CACHE_PER_CHANNEL: usize = 32;
+
+impl Cache {
+    pub(crate) fn insert(&mut self, key: (String, u64), ts: Timestamp, item: Item) {
+        let m = self.items.entry(key).or_default();
+        m.insert(ts, item);
+        while m.len() > CACHE_PER_CHANNEL {
+            m.pop_first();
+        }
+    }
+    pub(crate) fn drop_below(&mut self, key: &(String, u64), floor: Timestamp) {
+        if let Some(m) = self.items.get_mut(key) {
+            *m = m.split_off(&floor);
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) app: String,
+    pub(crate) id: String,
+    pub(crate) session: Session,
+    pub(crate) rt: Runtime,
+    pub(crate) cfg: Config,
+    pub(crate) owned: Mutex<HashMap<u64, (Owned, Option<String>)>>,
+    pub(crate) names: Mutex<HashMap<String, (NameRecord, zenoh::liveliness::LivelinessToken)>>,
+    pub(crate) surrogates: Mutex<HashMap<(String, u64, u32), Arc<server::Surrogate>>>,
+    /// Address spaces seen alive, and those seen leaving: requests from them are refused.
+    pub(crate) live: Mutex<HashSet<String>>,
+    pub(crate) dead: Mutex<HashSet<String>>,
+    /// This space's local marks by zone, as last reported.
+    pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
+    pub(crate) cache: Mutex<Cache>,
+    pub(crate) pool: server::Pool,
+    pub(crate) next_conn: AtomicU64,
+    pub(crate) counters: Counters,
+    /// Zenoh entities that live as long as the space.
+    keep: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
+}
+
+/// Counters of an address space's network activity.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) served: AtomicU64,
+    pub(crate) malformed: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    pub(crate) unreachable: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+    pub(crate) spaces_lost: AtomicU64,
+}
+
+/// A snapshot of an address space's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpaceStats {
+    /// Requests served for other address spaces.
+    pub served: u64,
+    /// Requests that could not be decoded (answered with an error).
+    pub malformed: u64,
+    /// Requests refused because their address space had left.
+    pub refused: u64,
+    /// Operations that failed because an owner was unreachable.
+    pub unreachable: u64,
+    /// Gets answered from this space's cache of remote items.
+    pub cache_hits: u64,
+    /// Address spaces seen leaving or dying.
+    pub spaces_lost: u64,
+}
+
+impl Shared {
+    pub(crate) fn key(&self, what: &str, space: &str) -> String {
+        format!("stampede/{}/{what}/{space}", self.app)
+    }
+
+    pub(crate) fn is_dead(&self, space: &str) -> bool {
+        lock(&self.dead).contains(space)
+    }
+
+    /// Everything another address space held here goes: its proxies (their connections
+    /// detach, held queue items return for redelivery), its watermark terms, its cache.
+    fn space_left(&self, space: &str) {
+        if space == self.id || !lock(&self.dead).insert(space.to_owned()) {
+            return;
+        }
+        lock(&self.live).remove(space);
+        self.counters.spaces_lost.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(space, "address space left");
+        let gone: Vec<_> = {
+            let mut s = lock(&self.surrogates);
+            let keys: Vec<_> = s.keys().filter(|k| k.0 == space).cloned().collect();
+            keys.into_iter().filter_map(|k| s.remove(&k)).collect()
+        };
+        drop(gone);
+        for z in self.rt.zones() {
+            self.rt.set_remote_term(z, space, None);
+        }
+        lock(&self.cache).items.retain(|k, _| k.0 != space);
+    }
+
+    fn marks_received(&self, space: &str, marks: &[(u32, Timestamp)]) {
+        if space == self.id || self.is_dead(space) {
+            return;
+        }
+        for &(z, m) in marks {
+            let m = (m != INFINITY).then_some(m);
+            self.rt.set_remote_term(ZoneId(z), space, m);
+        }
+    }
+
+    fn publish_marks(&self) {
+        let marks: Vec<_> = lock(&self.marks).iter().map(|(&z, &m)| (z, m)).collect();
+        let key = self.key("marks", &self.id);
+        if let Err(e) = self.session.put(key, wire::encode_marks(&marks)).wait() {
+            tracing::warn!("could not publish watermark marks: {e}");
+        }
+    }
+
+    pub(crate) fn owned(&self, id: u64) -> Option<Owned> {
+        lock(&self.owned).get(&id).map(|o| o.0.clone())
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains(['*', '$', '?', '#'])
+        && name.split('/').all(|p| !p.is_empty())
+}
+
+/// An event of [`Space::watch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NameEvent {
+    /// A name was registered (or was there when watching started).
+    Added(NameRecord),
+    /// A name disappeared: unregistered, or its owner left or died.
+    Removed {
+        /// The name.
+        name: String,
+        /// Its owner.
+        space: String,
+    },
+}
+
+/// Name-server events, from [`Space::watch`].
+pub struct NameWatch {
+    space: Space,
+    rx: Receiver<(String, String, bool)>,
+    _sub: zenoh::pubsub::Subscriber<()>,
+}
+
+impl std::fmt::Debug for NameWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NameWatch").finish_non_exhaustive()
+    }
+}
+
+impl NameWatch {
+    /// The next event, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<NameEvent> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let (space, name, added) = self.rx.recv_timeout(left).ok()?;
+            if !added {
+                return Some(NameEvent::Removed { name, space });
+            }
+            // A name can go again before its record is fetched: then skip it.
+            if let Some(r) = self
+                .space
+                .fetch_names(&format!("{space}/{name}"))
+                .into_iter()
+                .next()
+            {
+                return Some(NameEvent::Added(r));
+            }
+        }
+    }
+}
+
+/// An address space: a [`Runtime`] joined to a distributed Stampede application.
+///
+/// Containers created here are owned here and registered in the application's name server;
+/// containers of other address spaces are found by name and used through the same
+/// [`Task`] API. The space leaves the application when the last handle is dropped (or at
+/// [`leave`](Space::leave)); if its process dies instead, the others notice within the
+/// configured lease and release everything it held.
+#[derive(Clone)]
+pub struct Space {
+    pub(crate) sh: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Space {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Space")
+            .field("app", &self.sh.app)
+            .field("id", &self.sh.id)
+            .finish()
+    }
+}
+
+fn open_error(e: zenoh::Error, cfg: &Config) -> NetError {
+    let text = e.to_string();
+    let l = text.to_lowercase();
+    if l.contains("auth") || l.contains("usrpwd") || l.contains("certificate") || l.contains("tls")
+    {
+        NetError::AuthRejected(text)
+    } else if cfg.credentials.is_some() || cfg.tls.is_some() {
+        // Zenoh reports a refused handshake as a failure to connect.
+        NetError::AuthRejected(format!(
+            "{text} (the router may have refused these credentials or this certificate)"
+        ))
+    } else {
+        NetError::Connect(text)
+    }
+}
+
+impl Space {
+    /// Joins application `app` with `cfg`.
+    pub fn join(app: &str, cfg: Config) -> Result<Space, NetError> {
+        if !valid_name(app) || app.contains('/') {
+            return Err(NetError::InvalidName(app.to_owned()));
+        }
+        let zcfg = cfg.to_zenoh()?;
+        let session = zenoh::open(zcfg).wait().map_err(|e| open_error(e, &cfg))?;
+        let id = session.zid().to_string();
+        let rt = Runtime::new();
+        let sh = Arc::new(Shared {
+            app: app.to_owned(),
+            id,
+            session,
+            rt,
+            pool: server::Pool::new(),
+            cfg,
+            owned: Mutex::default(),
+            names: Mutex::default(),
+            surrogates: Mutex::default(),
+            live: Mutex::default(),
+            dead: Mutex::default(),
+            marks: Mutex::default(),
+            cache: Mutex::default(),
+            next_conn: AtomicU64::new(1),
+            counters: Counters::default(),
+            keep: Mutex::default(),
+        });
+        let space = Space { sh };
+        space.start()?;
+        Ok(space)
+    }
+
+    fn keep(&self, x: impl std::any::Any + Send + Sync) {
+        lock(&self.sh.keep).push(Box::new(x));
+    }
+
+    fn start(&self) -> Result<(), NetError> {
+        let sh = &self.sh;
+        let z = |e: zenoh::Error| NetError::Connect(e.to_string());
+        // Membership: who is alive, who left.
+        let weak = Arc::downgrade(sh);
+        let prefix = sh.key("space", "");
+        let sub = sh
+            .session
+            .liveliness()
+            .declare_subscriber(sh.key("space", "*"))
+            .history(true)
+            .callback(move |s| {
+                let Some(sh) = weak.upgrade() else { return };
+                let Some(space) = s.key_expr().as_str().strip_prefix(&prefix) else {
+                    return;
+                };
+                match s.kind() {
+                    SampleKind::Put => {
+                        // A space seen leaving and back (a lost link that recovered)
+                        // starts afresh: what it held here was released.
+                        lock(&sh.dead).remove(space);
+                        lock(&sh.live).insert(space.to_owned());
+                    }
+                    SampleKind::Delete => sh.space_left(space),
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
+        // Operations on containers owned here.
+        let weak = Arc::downgrade(sh);
+        let q = sh
+            .session
+            .declare_queryable(sh.key("op", &sh.id))
+            .callback(move |q| {
+                if let Some(sh) = weak.upgrade() {
+                    server::serve(&sh, q);
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(q);
+        // Name records of names registered here.
+        let weak = Arc::downgrade(sh);
+        let q = sh
+            .session
+            .declare_queryable(format!("{}/**", sh.key("meta", &sh.id)))
+            .callback(move |q| {
+                if let Some(sh) = weak.upgrade() {
+                    server::serve_names(&sh, q);
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(q);
+        // Watermark marks: others' as they change, ours on request.
+        let weak = Arc::downgrade(sh);
+        let prefix = sh.key("marks", "");
+        let sub = sh
+            .session
+            .declare_subscriber(sh.key("marks", "*"))
+            .callback(move |s| {
+                let Some(sh) = weak.upgrade() else { return };
+                let Some(space) = s.key_expr().as_str().strip_prefix(&prefix) else {
+                    return;
+                };
+                match wire::decode_marks(zbytes::to_bytes(s.payload())) {
+                    Ok(m) => sh.marks_received(space, &m),
+                    Err(e) => {
+                        sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(space, "malformed watermark marks: {e}");
+                    }
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
+        let weak = Arc::downgrade(sh);
+        let q = sh
+            .session
+            .declare_queryable(sh.key("marks", &sh.id))
+            .callback(move |q| {
+                let Some(sh) = weak.upgrade() else { return };
+                let marks: Vec<_> = lock(&sh.marks).iter().map(|(&z, &m)| (z, m)).collect();
+                let _ = q
+                    .reply(q.key_expr().clone(), wire::encode_marks(&marks))
+                    .wait();
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(q);
+        // Report local marks as passes change them.
+        let (tx, rx): (Sender<()>, Receiver<()>) = crossbeam_channel::bounded(1);
+        let weak: Weak<Shared> = Arc::downgrade(sh);
+        {
+            let weak = weak.clone();
+            sh.rt.on_local_mark(move |zone, mark| {
+                if let Some(sh) = weak.upgrade() {
+                    lock(&sh.marks).insert(zone.0, mark);
+                    let _ = tx.try_send(());
+                }
+            });
+        }
+        std::thread::Builder::new()
+            .name("stampede-marks".into())
+            .spawn(move || {
+                // Changes are sent as they happen, and all marks again every second so a
+                // lost message cannot hold anyone's watermark for long.
+                loop {
+                    let r = rx.recv_timeout(Duration::from_secs(1));
+                    let Some(sh) = weak.upgrade() else { return };
+                    if matches!(r, Err(crossbeam_channel::RecvTimeoutError::Disconnected)) {
+                        return;
+                    }
+                    sh.publish_marks();
+                }
+            })
+            .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
+        // Who is here now, and their marks, before anything else happens.
+        if let Ok(replies) = sh
+            .session
+            .liveliness()
+            .get(sh.key("space", "*"))
+            .timeout(sh.cfg.op_timeout)
+            .wait()
+        {
+            let prefix = sh.key("space", "");
+            while let Ok(r) = replies.recv() {
+                if let Ok(s) = r.result() {
+                    if let Some(space) = s.key_expr().as_str().strip_prefix(&prefix) {
+                        lock(&sh.live).insert(space.to_owned());
+                    }
+                }
+            }
+        }
+        if let Ok(replies) = sh
+            .session
+            .get(sh.key("marks", "*"))
+            .timeout(sh.cfg.op_timeout)
+            .wait()
+        {
+            let prefix = sh.key("marks", "");
+            while let Ok(r) = replies.recv() {
+                if let Ok(s) = r.result() {
+                    let space = s.key_expr().as_str().strip_prefix(&prefix).unwrap_or("");
+                    if let Ok(m) = wire::decode_marks(zbytes::to_bytes(s.payload())) {
+                        sh.marks_received(space, &m);
+                    }
+                }
+            }
+        }
+        let token = sh
+            .session
+            .liveliness()
+            .declare_token(sh.key("space", &sh.id))
+            .wait()
+            .map_err(z)?;
+        self.keep(token);
+        Ok(())
+    }
+
+    /// This address space's id: its Zenoh session id.
+    pub fn id(&self) -> &str {
+        &self.sh.id
+    }
+
+    /// The application this space joined.
+    pub fn app(&self) -> &str {
+        &self.sh.app
+    }
+
+    /// The local runtime: containers and tasks of this address space alone.
+    pub fn runtime(&self) -> &Runtime {
+        &self.sh.rt
+    }
+
+    /// The configuration the space joined with.
+    pub fn config(&self) -> &Config {
+        &self.sh.cfg
+    }
+
+    /// The address spaces currently known alive, this one included.
+    pub fn spaces(&self) -> Vec<String> {
+        let mut v: Vec<_> = lock(&self.sh.live).iter().cloned().collect();
+        if !v.contains(&self.sh.id) {
+            v.push(self.sh.id.clone());
+        }
+        v.sort();
+        v
+    }
+
+    /// Counters of this space's network activity.
+    pub fn stats(&self) -> SpaceStats {
+        let c = &self.sh.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        SpaceStats {
+            served: l(&c.served),
+            malformed: l(&c.malformed),
+            refused: l(&c.refused),
+            unreachable: l(&c.unreachable),
+            cache_hits: l(&c.cache_hits),
+            spaces_lost: l(&c.spaces_lost),
+        }
+    }
+
+    fn register(&self, rec: NameRecord) -> Result<(), NetError> {
+        if !valid_name(&rec.name) {
+            return Err(NetError::InvalidName(rec.name));
+        }
+        // Names are first come, first served across the application; two spaces that
+        // register one name at the same instant can both succeed (lookups then see both).
+        if let Some(other) = self.lookup(&rec.name) {
+            if other.space != self.sh.id {
+                return Err(NetError::Stm(stampede_core::StmError::NameTaken(rec.name)));
+            }
+        }
+        let mut names = lock(&self.sh.names);
+        if names.contains_key(&rec.name) {
+            return Err(NetError::Stm(stampede_core::StmError::NameTaken(rec.name)));
+        }
+        let token = self
+            .sh
+            .session
+            .liveliness()
+            .declare_token(format!("{}/{}", self.sh.key("name", &self.sh.id), rec.name))
+            .wait()
+            .map_err(|e| NetError::Connect(e.to_string()))?;
+        names.insert(rec.name.clone(), (rec, token));
+        Ok(())
+    }
+
+    /// Registers a service: a name with metadata and no container, gone when this space
+    /// leaves or dies.
+    pub fn register_service(&self, name: &str, meta: &str) -> Result<(), NetError> {
+        self.register(NameRecord {
+            name: name.to_owned(),
+            space: self.sh.id.clone(),
+            kind: Kind::Service,
+            container: 0,
+            zone: 0,
+            capacity: 0,
+            meta: meta.to_owned(),
+        })
+    }
+
+    /// Removes a name this space registered; `false` if it had none such.
+    pub fn unregister(&self, name: &str) -> bool {
+        lock(&self.sh.names).remove(name).is_some()
+    }
+
+    fn own(
+        &self,
+        kind: Kind,
+        opts: &ContainerOptions,
+        meta: &str,
+        make: impl FnOnce(&Runtime) -> Result<Owned, stampede_core::StmError>,
+    ) -> Result<Owned, NetError> {
+        let name = opts.name.clone();
+        if let Some(n) = &name {
+            if !valid_name(n) {
+                return Err(NetError::InvalidName(n.clone()));
+            }
+        }
+        let owned = make(&self.sh.rt)?;
+        let (id, zone, cap) = match &owned {
+            Owned::Channel(c) => (c.id().0, c.zone().0, c.capacity()),
+            Owned::Queue(c) => (c.id().0, c.zone().0, c.capacity()),
+            Owned::Register(c) => (c.id().0, c.zone().0, None),
+        };
+        if let Some(n) = &name {
+            let rec = NameRecord {
+                name: n.clone(),
+                space: self.sh.id.clone(),
+                kind,
+                container: id,
+                zone,
+                capacity: cap.map_or(0, |c| c as u64),
+                meta: meta.to_owned(),
+            };
+            if let Err(e) = self.register(rec) {
+                owned.close();
+                return Err(e);
+            }
+        }
+        lock(&self.sh.owned).insert(id, (owned.clone(), name));
+        Ok(owned)
+    }
+
+    /// Creates a channel owned here; a name registers it cluster-wide.
+    pub fn channel(&self, opts: ContainerOptions) -> Result<Channel, NetError> {
+        self.channel_with_meta(opts, "")
+    }
+
+    /// [`channel`](Space::channel) with metadata for the name server.
+    pub fn channel_with_meta(
+        &self,
+        opts: ContainerOptions,
+        meta: &str,
+    ) -> Result<Channel, NetError> {
+        match self.own(Kind::Channel, &opts, meta, |rt| {
+            rt.channel(opts.clone()).map(Owned::Channel)
+        })? {
+            Owned::Channel(c) => Ok(Channel::local(c)),
+            _ => unreachable!("made a channel"),
+        }
+    }
+
+    /// Creates a queue owned here; a name registers it cluster-wide.
+    pub fn queue(&self, opts: ContainerOptions) -> Result<Queue, NetError> {
+        match self.own(Kind::Queue, &opts, "", |rt| {
+            rt.queue(opts.clone()).map(Owned::Queue)
+        })? {
+            Owned::Queue(c) => Ok(Queue::local(c)),
+            _ => unreachable!("made a queue"),
+        }
+    }
+
+    /// Creates a register owned here; a name registers it cluster-wide.
+    pub fn register_container(&self, opts: ContainerOptions) -> Result<Register, NetError> {
+        match self.own(Kind::Register, &opts, "", |rt| {
+            rt.register(opts.clone()).map(Owned::Register)
+        })? {
+            Owned::Register(c) => Ok(Register::local(c)),
+            _ => unreachable!("made a register"),
+        }
+    }
+
+    fn fetch_names(&self, pattern: &str) -> Vec<NameRecord> {
+        let sh = &self.sh;
+        let Ok(replies) = sh
+            .session
+            .get(format!("stampede/{}/meta/{pattern}", sh.app))
+            .timeout(sh.cfg.op_timeout)
+            .wait()
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        while let Ok(r) = replies.recv() {
+            if let Ok(s) = r.result() {
+                match wire::decode_name(zbytes::to_bytes(s.payload())) {
+                    Ok(rec) if !sh.is_dead(&rec.space) => out.push(rec),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("malformed name record: {e}"),
+                }
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.space.cmp(&b.space)));
+        out
+    }
+
+    /// The record of `name`, if some live address space registered it now.
+    pub fn lookup(&self, name: &str) -> Option<NameRecord> {
+        if !valid_name(name) {
+            return None;
+        }
+        if let Some((r, _)) = lock(&self.sh.names).get(name) {
+            return Some(r.clone());
+        }
+        self.fetch_names(&format!("*/{name}")).into_iter().next()
+    }
+
+    /// Waits up to `timeout` for `name` to be registered.
+    pub fn wait_for(&self, name: &str, timeout: Duration) -> Result<NameRecord, NetError> {
+        if !valid_name(name) {
+            return Err(NetError::InvalidName(name.to_owned()));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(r) = self.lookup(name) {
+                return Ok(r);
+            }
+            if Instant::now() >= deadline {
+                return Err(NetError::NotFound(name.to_owned()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Every name registered in the application now.
+    pub fn names(&self) -> Vec<NameRecord> {
+        self.fetch_names("*/**")
+    }
+
+    /// Watches names being registered and removed; current names come first as `Added`.
+    pub fn watch(&self) -> Result<NameWatch, NetError> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let prefix = format!("stampede/{}/name/", self.sh.app);
+        let sub = self
+            .sh
+            .session
+            .liveliness()
+            .declare_subscriber(format!("{prefix}*/**"))
+            .history(true)
+            .callback(move |s| {
+                let rest = s.key_expr().as_str().strip_prefix(&prefix).unwrap_or("");
+                if let Some((space, name)) = rest.split_once('/') {
+                    let _ = tx.send((
+                        space.to_owned(),
+                        name.to_owned(),
+                        s.kind() == SampleKind::Put,
+                    ));
+                }
+            })
+            .wait()
+            .map_err(|e| NetError::Connect(e.to_string()))?;
+        Ok(NameWatch {
+            space: self.clone(),
+            rx,
+            _sub: sub,
+        })
+    }
+
+    fn find(&self, name: &str, kind: Kind, timeout: Duration) -> Result<NameRecord, NetError> {
+        let r = self.wait_for(name, timeout)?;
+        if r.kind != kind {
+            return Err(NetError::WrongKind {
+                name: name.to_owned(),
+                is: r.kind,
+            });
+        }
+        Ok(r)
+    }
+
+    /// The channel called `name`, wherever it lives, waiting up to `timeout` for it.
+    pub fn lookup_channel(&self, name: &str, timeout: Duration) -> Result<Channel, NetError> {
+        let r = self.find(name, Kind::Channel, timeout)?;
+        if r.space == self.sh.id {
+            if let Some(Owned::Channel(c)) = self.sh.owned(r.container) {
+                return Ok(Channel::local(c));
+            }
+        }
+        Ok(Channel::remote(self.sh.clone(), r))
+    }
+
+    /// The queue called `name`, wherever it lives, waiting up to `timeout` for it.
+    pub fn lookup_queue(&self, name: &str, timeout: Duration) -> Result<Queue, NetError> {
+        let r = self.find(name, Kind::Queue, timeout)?;
+        if r.space == self.sh.id {
+            if let Some(Owned::Queue(c)) = self.sh.owned(r.container) {
+                return Ok(Queue::local(c));
+            }
+        }
+        Ok(Queue::remote(self.sh.clone(), r))
+    }
+
+    /// The register called `name`, wherever it lives, waiting up to `timeout` for it.
+    pub fn lookup_register(&self, name: &str, timeout: Duration) -> Result<Register, NetError> {
+        let r = self.find(name, Kind::Register, timeout)?;
+        if r.space == self.sh.id {
+            if let Some(Owned::Register(c)) = self.sh.owned(r.container) {
+                return Ok(Register::local(c));
+            }
+        }
+        Ok(Register::remote(self.sh.clone(), r))
+    }
+
+    /// A root task at virtual time `vt` in the default zone.
+    pub fn task(&self, vt: Timestamp) -> Result<Task, NetError> {
+        self.task_in(vt, ZoneId::DEFAULT, None)
+    }
+
+    /// A root task with a zone and a name.
+    pub fn task_in(
+        &self,
+        vt: Timestamp,
+        zone: ZoneId,
+        name: Option<&str>,
+    ) -> Result<Task, NetError> {
+        let mut b = self.sh.rt.task_builder().virtual_time(vt).zone(zone);
+        if let Some(n) = name {
+            b = b.name(n);
+        }
+        let t = b.create()?;
+        // Others must count the new task before it can reach their containers: report
+        // this zone's mark now, ahead of any request the task sends.
+        self.sh.rt.collect_zone(zone);
+        let mark = self.sh.rt.local_mark(zone);
+        lock(&self.sh.marks).insert(zone.0, mark);
+        self.sh.publish_marks();
+        Ok(Task::new(self.sh.clone(), t))
+    }
+
+    /// What holds `zone`'s watermark in every live address space, this one first.
+    pub fn explain_cluster(&self, zone: ZoneId) -> Vec<(String, Result<wire::Reply, NetError>)> {
+        let mut out = vec![(self.sh.id.clone(), Ok(server::explain(&self.sh, zone.0)))];
+        for s in self.spaces() {
+            if s != self.sh.id {
+                let r =
+                    crate::api::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 }, None);
+                out.push((s, r.map_err(NetError::Unreachable)));
+            }
+        }
+        out
+    }
+
+    /// Leaves the application: names and the liveliness token go, so others release what
+    /// this space held at once rather than after the lease.
+    pub fn leave(self) {
+        lock(&self.sh.names).clear();
+        lock(&self.sh.keep).clear();
+        self.sh.rt.stop_collector();
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        lock(&self.names).clear();
+        lock(&self.keep).clear();
+        self.rt.stop_collector();
+        let _ = self.session.close().wait();
+    }
+}

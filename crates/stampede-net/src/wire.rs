@@ -1,0 +1,917 @@
+//! The message format of STM operations inside Zenoh payloads.
+//!
+//! Every message starts with the magic bytes `SP`, a format version and a message code;
+//! integers are little-endian and fixed-width; strings are a `u16` length and UTF-8; an item
+//! is its type tag (`u64`) and a `u32` length followed by its marshalled bytes, always last
+//! so that a receiver can keep them without copying. Any violation (short buffer, unknown
+//! code, bad UTF-8, trailing bytes, lengths beyond the buffer) is a [`DecodeError`]; a
+//! decoder never panics and never allocates more than the input's size. See
+//! `docs/wire-format.md` for the table of messages.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use stampede_core::{Neighbors, Selector, Timestamp, TypeTag, Wait};
+
+/// The first two bytes of every message.
+pub const MAGIC: [u8; 2] = *b"SP";
+/// The format version this build speaks. A message of another version gets an error reply.
+pub const VERSION: u8 = 1;
+
+/// Why a message could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The message ended early.
+    Truncated,
+    /// The message does not start with [`MAGIC`].
+    BadMagic,
+    /// The message is of another format version.
+    Version(u8),
+    /// An unknown message, selector or wait code.
+    UnknownCode(&'static str, u8),
+    /// A string is not UTF-8.
+    BadUtf8,
+    /// Bytes remain after the message.
+    Trailing(usize),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Truncated => f.write_str("message truncated"),
+            DecodeError::BadMagic => f.write_str("not a Stampede message (bad magic)"),
+            DecodeError::Version(v) => {
+                write!(f, "message format version {v}, this build speaks {VERSION}")
+            }
+            DecodeError::UnknownCode(what, c) => write!(f, "unknown {what} code {c}"),
+            DecodeError::BadUtf8 => f.write_str("string is not UTF-8"),
+            DecodeError::Trailing(n) => write!(f, "{n} bytes after the message"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// The task an operation acts for: its address space, its id there and its time zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRef {
+    /// The address space of the task.
+    pub space: String,
+    /// The task's id in its address space.
+    pub task: u64,
+    /// The task's time zone.
+    pub zone: u32,
+}
+
+/// A marshalled item: its type tag and bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireItem {
+    /// The item's type.
+    pub tag: TypeTag,
+    /// The marshalled bytes.
+    pub data: Bytes,
+}
+
+/// An operation sent to the address space that owns a container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Attach an input (`input`) or output connection; rule 3 uses `vis`.
+    Attach {
+        /// The acting task.
+        task: TaskRef,
+        /// The container.
+        container: u64,
+        /// Input rather than output.
+        input: bool,
+        /// The task's visibility.
+        vis: Timestamp,
+    },
+    /// Drop a connection.
+    Detach {
+        /// The acting task.
+        task: TaskRef,
+        /// The connection.
+        conn: u64,
+    },
+    /// The task exited: drop its connections.
+    TaskExit {
+        /// The task.
+        task: TaskRef,
+    },
+    /// Put into a channel or queue, or write a register.
+    Put {
+        /// The acting task.
+        task: TaskRef,
+        /// The output connection.
+        conn: u64,
+        /// The task's visibility.
+        vis: Timestamp,
+        /// The timestamp (ignored by registers).
+        ts: Timestamp,
+        /// The reference count, 0 for none.
+        consumers: u32,
+        /// How long the owner may wait for space.
+        wait: Wait,
+        /// The item.
+        item: WireItem,
+    },
+    /// Get from a channel (`sel`), a queue or a register (`sel` ignored).
+    Get {
+        /// The acting task.
+        task: TaskRef,
+        /// The input connection.
+        conn: u64,
+        /// Which item.
+        sel: Selector,
+        /// How long the owner may wait.
+        wait: Wait,
+        /// Timestamps whose items the requester has cached: the reply omits their bytes.
+        cached: Vec<Timestamp>,
+    },
+    /// Consume a channel item (`until`: and everything below) or free a queue item (`ts`
+    /// is the ticket).
+    Consume {
+        /// The acting task.
+        task: TaskRef,
+        /// The input connection.
+        conn: u64,
+        /// Timestamp, or queue ticket.
+        ts: Timestamp,
+        /// `consume_until` rather than `consume`.
+        until: bool,
+    },
+    /// Close the container.
+    Close {
+        /// The container.
+        container: u64,
+    },
+    /// Report what holds the watermark of `zone`.
+    Explain {
+        /// The zone.
+        zone: u32,
+    },
+}
+
+/// Error codes of [`Reply::Error`]; `a` and `b` carry the figures the code names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ErrorCode {
+    /// A malformed request (the text says why).
+    Malformed = 1,
+    /// No such container here.
+    UnknownContainer = 2,
+    /// No such connection here (detached, or the session expired).
+    UnknownConnection = 3,
+    /// The bounded container stayed full.
+    Full = 4,
+    /// Duplicate timestamp.
+    Duplicate = 5,
+    /// Below visibility; `a` = the visibility.
+    BelowVisibility = 6,
+    /// `INFINITY` as a timestamp.
+    InvalidTimestamp = 7,
+    /// Zero consumers.
+    ZeroConsumers = 8,
+    /// Closed container.
+    Closed = 9,
+    /// Detached connection or exited task.
+    Detached = 10,
+    /// Nothing matched (non-blocking); `a`, `b` = neighbours (`i64::MIN` for none).
+    Unavailable = 11,
+    /// Nothing matched in time; neighbours as above.
+    Timeout = 12,
+    /// The timestamp `a` can never appear again.
+    Gone = 13,
+    /// Unknown ticket `a`.
+    UnknownTicket = 14,
+    /// Output to a container of another zone; `a` = task zone, `b` = container zone.
+    ZoneMismatch = 15,
+    /// Too many input connections; `a` = the limit.
+    TooManyConnections = 16,
+    /// Invalid argument.
+    InvalidArgument = 17,
+    /// Any other failure (the text says what).
+    Other = 18,
+}
+
+impl ErrorCode {
+    fn from_u8(c: u8) -> Result<Self, DecodeError> {
+        use ErrorCode::*;
+        Ok(match c {
+            1 => Malformed,
+            2 => UnknownContainer,
+            3 => UnknownConnection,
+            4 => Full,
+            5 => Duplicate,
+            6 => BelowVisibility,
+            7 => InvalidTimestamp,
+            8 => ZeroConsumers,
+            9 => Closed,
+            10 => Detached,
+            11 => Unavailable,
+            12 => Timeout,
+            13 => Gone,
+            14 => UnknownTicket,
+            15 => ZoneMismatch,
+            16 => TooManyConnections,
+            17 => InvalidArgument,
+            18 => Other,
+            c => return Err(DecodeError::UnknownCode("error", c)),
+        })
+    }
+}
+
+/// The owner's answer to a [`Request`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Done, nothing to return.
+    Ok,
+    /// A new connection.
+    Attached {
+        /// Its id at the owner.
+        conn: u64,
+    },
+    /// A put was stored; the queue ticket or register sequence number (0 for channels).
+    Stored {
+        /// Ticket or sequence number.
+        seq: u64,
+    },
+    /// A gotten item. `item` is `None` when the request said it was cached.
+    Item {
+        /// Its timestamp.
+        ts: Timestamp,
+        /// Queue ticket or register sequence number (0 for channels).
+        seq: u64,
+        /// The owner's floor: cached items below it can be dropped.
+        floor: Timestamp,
+        /// The item, unless cached by the requester.
+        item: Option<WireItem>,
+    },
+    /// The owner waited as long as it waits in one piece; ask again.
+    Again,
+    /// The operation failed.
+    Error {
+        /// What failed.
+        code: ErrorCode,
+        /// First figure.
+        a: i64,
+        /// Second figure.
+        b: i64,
+        /// Details for people.
+        text: String,
+    },
+    /// A watermark explanation.
+    Explain {
+        /// The local mark.
+        local: Timestamp,
+        /// The floor.
+        floor: Timestamp,
+        /// The watermark.
+        watermark: Timestamp,
+        /// One line per term.
+        text: String,
+    },
+}
+
+impl Reply {
+    /// An error reply without figures.
+    pub fn error(code: ErrorCode, text: impl Into<String>) -> Reply {
+        Reply::Error {
+            code,
+            a: 0,
+            b: 0,
+            text: text.into(),
+        }
+    }
+}
+
+/// Encodes neighbours as figures of an error reply.
+pub fn neighbors_to_figures(n: Neighbors) -> (i64, i64) {
+    (n.below.unwrap_or(i64::MIN), n.above.unwrap_or(i64::MIN))
+}
+
+/// Decodes neighbours from figures of an error reply.
+pub fn figures_to_neighbors(a: i64, b: i64) -> Neighbors {
+    let f = |v| (v != i64::MIN).then_some(v);
+    Neighbors {
+        below: f(a),
+        above: f(b),
+    }
+}
+
+// Message codes.
+const REQ_ATTACH: u8 = 1;
+const REQ_DETACH: u8 = 2;
+const REQ_TASK_EXIT: u8 = 3;
+const REQ_PUT: u8 = 4;
+const REQ_GET: u8 = 5;
+const REQ_CONSUME: u8 = 6;
+const REQ_CLOSE: u8 = 7;
+const REQ_EXPLAIN: u8 = 8;
+const REP_OK: u8 = 64;
+const REP_ATTACHED: u8 = 65;
+const REP_STORED: u8 = 66;
+const REP_ITEM: u8 = 67;
+const REP_AGAIN: u8 = 68;
+const REP_ERROR: u8 = 69;
+const REP_EXPLAIN: u8 = 70;
+
+/// At most this many cached timestamps travel with a get.
+pub const MAX_CACHED: usize = 64;
+
+struct Writer(BytesMut);
+
+impl Writer {
+    fn new(code: u8, extra: usize) -> Writer {
+        let mut b = BytesMut::with_capacity(64 + extra);
+        b.extend_from_slice(&MAGIC);
+        b.extend_from_slice(&[VERSION, code]);
+        Writer(b)
+    }
+    fn u8(&mut self, v: u8) {
+        self.0.extend_from_slice(&[v]);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        // Longer strings are cut at a character boundary: they are names and messages.
+        let mut end = s.len().min(u16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.0.extend_from_slice(&(end as u16).to_le_bytes());
+        self.0.extend_from_slice(&s.as_bytes()[..end]);
+    }
+    fn task(&mut self, t: &TaskRef) {
+        self.str(&t.space);
+        self.u64(t.task);
+        self.u32(t.zone);
+    }
+    fn wait(&mut self, w: Wait) {
+        match w {
+            Wait::Never => self.u8(0),
+            Wait::Forever => self.u8(1),
+            Wait::For(d) => {
+                self.u8(2);
+                self.u64(d.as_micros().min(u64::MAX as u128) as u64);
+            }
+        }
+    }
+    fn selector(&mut self, s: Selector) {
+        match s {
+            Selector::Exact(t) => {
+                self.u8(0);
+                self.i64(t);
+            }
+            Selector::Oldest => self.u8(1),
+            Selector::Newest => self.u8(2),
+            Selector::NewestUnseen => self.u8(3),
+            Selector::NextUnseen => self.u8(4),
+        }
+    }
+    /// The item header; the bytes follow as the message's tail.
+    fn item_header(&mut self, i: &WireItem) {
+        self.u64(i.tag.0);
+        self.u32(i.data.len() as u32);
+    }
+}
+
+/// An encoded message: a header and, for messages that carry an item, its bytes. Sending
+/// them as two slices lets large items travel without a copy into the header.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// Everything before the item's bytes.
+    pub head: Bytes,
+    /// The item's bytes, if any.
+    pub tail: Option<Bytes>,
+}
+
+impl Encoded {
+    /// Both parts in one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = self.head.to_vec();
+        if let Some(t) = &self.tail {
+            v.extend_from_slice(t);
+        }
+        v
+    }
+}
+
+fn finish(w: Writer, tail: Option<&WireItem>) -> Encoded {
+    Encoded {
+        head: w.0.freeze(),
+        tail: tail.map(|i| i.data.clone()),
+    }
+}
+
+/// Items larger than this cannot travel (the length field is 32 bits).
+pub const MAX_ITEM: usize = u32::MAX as usize;
+
+/// Encodes a request.
+pub fn encode_request(r: &Request) -> Encoded {
+    match r {
+        Request::Attach {
+            task,
+            container,
+            input,
+            vis,
+        } => {
+            let mut w = Writer::new(REQ_ATTACH, 0);
+            w.task(task);
+            w.u64(*container);
+            w.u8(u8::from(*input));
+            w.i64(*vis);
+            finish(w, None)
+        }
+        Request::Detach { task, conn } => {
+            let mut w = Writer::new(REQ_DETACH, 0);
+            w.task(task);
+            w.u64(*conn);
+            finish(w, None)
+        }
+        Request::TaskExit { task } => {
+            let mut w = Writer::new(REQ_TASK_EXIT, 0);
+            w.task(task);
+            finish(w, None)
+        }
+        Request::Put {
+            task,
+            conn,
+            vis,
+            ts,
+            consumers,
+            wait,
+            item,
+        } => {
+            let mut w = Writer::new(REQ_PUT, 0);
+            w.task(task);
+            w.u64(*conn);
+            w.i64(*vis);
+            w.i64(*ts);
+            w.u32(*consumers);
+            w.wait(*wait);
+            w.item_header(item);
+            finish(w, Some(item))
+        }
+        Request::Get {
+            task,
+            conn,
+            sel,
+            wait,
+            cached,
+        } => {
+            let n = cached.len().min(MAX_CACHED);
+            let mut w = Writer::new(REQ_GET, n * 8);
+            w.task(task);
+            w.u64(*conn);
+            w.selector(*sel);
+            w.wait(*wait);
+            w.u8(n as u8);
+            for &t in &cached[..n] {
+                w.i64(t);
+            }
+            finish(w, None)
+        }
+        Request::Consume {
+            task,
+            conn,
+            ts,
+            until,
+        } => {
+            let mut w = Writer::new(REQ_CONSUME, 0);
+            w.task(task);
+            w.u64(*conn);
+            w.i64(*ts);
+            w.u8(u8::from(*until));
+            finish(w, None)
+        }
+        Request::Close { container } => {
+            let mut w = Writer::new(REQ_CLOSE, 0);
+            w.u64(*container);
+            finish(w, None)
+        }
+        Request::Explain { zone } => {
+            let mut w = Writer::new(REQ_EXPLAIN, 0);
+            w.u32(*zone);
+            finish(w, None)
+        }
+    }
+}
+
+/// Encodes a reply.
+pub fn encode_reply(r: &Reply) -> Encoded {
+    match r {
+        Reply::Ok => finish(Writer::new(REP_OK, 0), None),
+        Reply::Again => finish(Writer::new(REP_AGAIN, 0), None),
+        Reply::Attached { conn } => {
+            let mut w = Writer::new(REP_ATTACHED, 0);
+            w.u64(*conn);
+            finish(w, None)
+        }
+        Reply::Stored { seq } => {
+            let mut w = Writer::new(REP_STORED, 0);
+            w.u64(*seq);
+            finish(w, None)
+        }
+        Reply::Item {
+            ts,
+            seq,
+            floor,
+            item,
+        } => {
+            let mut w = Writer::new(REP_ITEM, 0);
+            w.i64(*ts);
+            w.u64(*seq);
+            w.i64(*floor);
+            w.u8(u8::from(item.is_some()));
+            if let Some(i) = item {
+                w.item_header(i);
+            }
+            finish(w, item.as_ref())
+        }
+        Reply::Error { code, a, b, text } => {
+            let mut w = Writer::new(REP_ERROR, text.len());
+            w.u8(*code as u8);
+            w.i64(*a);
+            w.i64(*b);
+            w.str(text);
+            finish(w, None)
+        }
+        Reply::Explain {
+            local,
+            floor,
+            watermark,
+            text,
+        } => {
+            let mut w = Writer::new(REP_EXPLAIN, text.len());
+            w.i64(*local);
+            w.i64(*floor);
+            w.i64(*watermark);
+            w.str(text);
+            finish(w, None)
+        }
+    }
+}
+
+struct Reader {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Reader {
+    /// Checks the magic and version; returns the reader and the message code.
+    fn open(buf: Bytes) -> Result<(Reader, u8), DecodeError> {
+        let mut r = Reader { buf, pos: 0 };
+        if r.take(2)? != MAGIC {
+            return Err(DecodeError::BadMagic);
+        }
+        let v = r.u8()?;
+        if v != VERSION {
+            return Err(DecodeError::Version(v));
+        }
+        let code = r.u8()?;
+        Ok((r, code))
+    }
+    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
+        let end = self.pos.checked_add(n).ok_or(DecodeError::Truncated)?;
+        let s = self.buf.get(self.pos..end).ok_or(DecodeError::Truncated)?;
+        self.pos = end;
+        Ok(s)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn bool(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            c => Err(DecodeError::UnknownCode("flag", c)),
+        }
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    fn str(&mut self) -> Result<String, DecodeError> {
+        let n = u16::from_le_bytes(self.array()?) as usize;
+        let s = self.take(n)?;
+        std::str::from_utf8(s)
+            .map(str::to_owned)
+            .map_err(|_| DecodeError::BadUtf8)
+    }
+    fn task(&mut self) -> Result<TaskRef, DecodeError> {
+        Ok(TaskRef {
+            space: self.str()?,
+            task: self.u64()?,
+            zone: self.u32()?,
+        })
+    }
+    fn wait(&mut self) -> Result<Wait, DecodeError> {
+        Ok(match self.u8()? {
+            0 => Wait::Never,
+            1 => Wait::Forever,
+            2 => Wait::For(Duration::from_micros(self.u64()?)),
+            c => return Err(DecodeError::UnknownCode("wait", c)),
+        })
+    }
+    fn selector(&mut self) -> Result<Selector, DecodeError> {
+        Ok(match self.u8()? {
+            0 => Selector::Exact(self.i64()?),
+            1 => Selector::Oldest,
+            2 => Selector::Newest,
+            3 => Selector::NewestUnseen,
+            4 => Selector::NextUnseen,
+            c => return Err(DecodeError::UnknownCode("selector", c)),
+        })
+    }
+    /// An item: header, then its bytes as a zero-copy slice of the message.
+    fn item(&mut self) -> Result<WireItem, DecodeError> {
+        let tag = TypeTag(self.u64()?);
+        let n = self.u32()? as usize;
+        let start = self.pos;
+        self.take(n)?;
+        Ok(WireItem {
+            tag,
+            data: self.buf.slice(start..start + n),
+        })
+    }
+    fn end<T>(self, v: T) -> Result<T, DecodeError> {
+        match self.buf.len() - self.pos {
+            0 => Ok(v),
+            n => Err(DecodeError::Trailing(n)),
+        }
+    }
+}
+
+/// Decodes a request; item bytes are slices of `buf`.
+pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    let req = match code {
+        REQ_ATTACH => Request::Attach {
+            task: r.task()?,
+            container: r.u64()?,
+            input: r.bool()?,
+            vis: r.i64()?,
+        },
+        REQ_DETACH => Request::Detach {
+            task: r.task()?,
+            conn: r.u64()?,
+        },
+        REQ_TASK_EXIT => Request::TaskExit { task: r.task()? },
+        REQ_PUT => Request::Put {
+            task: r.task()?,
+            conn: r.u64()?,
+            vis: r.i64()?,
+            ts: r.i64()?,
+            consumers: r.u32()?,
+            wait: r.wait()?,
+            item: r.item()?,
+        },
+        REQ_GET => {
+            let task = r.task()?;
+            let conn = r.u64()?;
+            let sel = r.selector()?;
+            let wait = r.wait()?;
+            let n = r.u8()? as usize;
+            if n > MAX_CACHED {
+                return Err(DecodeError::UnknownCode("cached count", n as u8));
+            }
+            let mut cached = Vec::with_capacity(n);
+            for _ in 0..n {
+                cached.push(r.i64()?);
+            }
+            Request::Get {
+                task,
+                conn,
+                sel,
+                wait,
+                cached,
+            }
+        }
+        REQ_CONSUME => Request::Consume {
+            task: r.task()?,
+            conn: r.u64()?,
+            ts: r.i64()?,
+            until: r.bool()?,
+        },
+        REQ_CLOSE => Request::Close {
+            container: r.u64()?,
+        },
+        REQ_EXPLAIN => Request::Explain { zone: r.u32()? },
+        c => return Err(DecodeError::UnknownCode("request", c)),
+    };
+    r.end(req)
+}
+
+/// Decodes a reply; item bytes are slices of `buf`.
+pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    let rep = match code {
+        REP_OK => Reply::Ok,
+        REP_AGAIN => Reply::Again,
+        REP_ATTACHED => Reply::Attached { conn: r.u64()? },
+        REP_STORED => Reply::Stored { seq: r.u64()? },
+        REP_ITEM => {
+            let ts = r.i64()?;
+            let seq = r.u64()?;
+            let floor = r.i64()?;
+            let item = if r.bool()? { Some(r.item()?) } else { None };
+            Reply::Item {
+                ts,
+                seq,
+                floor,
+                item,
+            }
+        }
+        REP_ERROR => Reply::Error {
+            code: ErrorCode::from_u8(r.u8()?)?,
+            a: r.i64()?,
+            b: r.i64()?,
+            text: r.str()?,
+        },
+        REP_EXPLAIN => Reply::Explain {
+            local: r.i64()?,
+            floor: r.i64()?,
+            watermark: r.i64()?,
+            text: r.str()?,
+        },
+        c => return Err(DecodeError::UnknownCode("reply", c)),
+    };
+    r.end(rep)
+}
+
+const MSG_MARKS: u8 = 100;
+const MSG_PUSH: u8 = 101;
+const MSG_NAME: u8 = 102;
+
+/// The kind of a named container or service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A channel.
+    Channel,
+    /// A queue.
+    Queue,
+    /// A register.
+    Register,
+    /// A service: a name with metadata and no container.
+    Service,
+}
+
+impl Kind {
+    fn code(self) -> u8 {
+        match self {
+            Kind::Channel => 0,
+            Kind::Queue => 1,
+            Kind::Register => 2,
+            Kind::Service => 3,
+        }
+    }
+    fn from_code(c: u8) -> Result<Kind, DecodeError> {
+        Ok(match c {
+            0 => Kind::Channel,
+            1 => Kind::Queue,
+            2 => Kind::Register,
+            3 => Kind::Service,
+            c => return Err(DecodeError::UnknownCode("kind", c)),
+        })
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Channel => "channel",
+            Kind::Queue => "queue",
+            Kind::Register => "register",
+            Kind::Service => "service",
+        })
+    }
+}
+
+/// What the name server holds for a name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameRecord {
+    /// The name.
+    pub name: String,
+    /// The owning address space.
+    pub space: String,
+    /// Container or service.
+    pub kind: Kind,
+    /// The container's id at its owner (0 for services).
+    pub container: u64,
+    /// The container's time zone.
+    pub zone: u32,
+    /// The container's capacity; 0 for unbounded.
+    pub capacity: u64,
+    /// Free-form metadata.
+    pub meta: String,
+}
+
+/// Encodes a name record.
+pub fn encode_name(n: &NameRecord) -> Vec<u8> {
+    let mut w = Writer::new(MSG_NAME, n.meta.len() + n.name.len());
+    w.str(&n.name);
+    w.str(&n.space);
+    w.u8(n.kind.code());
+    w.u64(n.container);
+    w.u32(n.zone);
+    w.u64(n.capacity);
+    w.str(&n.meta);
+    w.0.to_vec()
+}
+
+/// Decodes a name record.
+pub fn decode_name(buf: Bytes) -> Result<NameRecord, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_NAME {
+        return Err(DecodeError::UnknownCode("name message", code));
+    }
+    let n = NameRecord {
+        name: r.str()?,
+        space: r.str()?,
+        kind: Kind::from_code(r.u8()?)?,
+        container: r.u64()?,
+        zone: r.u32()?,
+        capacity: r.u64()?,
+        meta: r.str()?,
+    };
+    r.end(n)
+}
+
+/// Encodes an address space's local watermark marks, one per zone.
+pub fn encode_marks(marks: &[(u32, Timestamp)]) -> Vec<u8> {
+    let n = marks.len().min(u16::MAX as usize);
+    let mut w = Writer::new(MSG_MARKS, n * 12);
+    w.0.extend_from_slice(&(n as u16).to_le_bytes());
+    for &(z, m) in &marks[..n] {
+        w.u32(z);
+        w.i64(m);
+    }
+    w.0.to_vec()
+}
+
+/// Decodes watermark marks.
+pub fn decode_marks(buf: Bytes) -> Result<Vec<(u32, Timestamp)>, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_MARKS {
+        return Err(DecodeError::UnknownCode("marks message", code));
+    }
+    let n = u16::from_le_bytes(r.array()?) as usize;
+    let mut v = Vec::with_capacity(n.min(r.buf.len() / 12));
+    for _ in 0..n {
+        v.push((r.u32()?, r.i64()?));
+    }
+    r.end(v)
+}
+
+/// An item an owner sends ahead to an address space with input connections to its channel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Push {
+    /// The channel's id at the owner.
+    pub container: u64,
+    /// The item's timestamp.
+    pub ts: Timestamp,
+    /// The item.
+    pub item: WireItem,
+}
+
+/// Encodes a pushed item.
+pub fn encode_push(p: &Push) -> Encoded {
+    let mut w = Writer::new(MSG_PUSH, 0);
+    w.u64(p.container);
+    w.i64(p.ts);
+    w.item_header(&p.item);
+    finish(w, Some(&p.item))
+}
+
+/// Decodes a pushed item; its bytes are a slice of `buf`.
+pub fn decode_push(buf: Bytes) -> Result<Push, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_PUSH {
+        return Err(DecodeError::UnknownCode("push message", code));
+    }
+    let p = Push {
+        container: r.u64()?,
+        ts: r.i64()?,
+        item: r.item()?,
+    };
+    r.end(p)
+}

@@ -1,0 +1,391 @@
+//! Address spaces in separate processes on loopback: remote operations against the local
+//! semantics, garbage collection across processes, and processes killed with SIGKILL.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::{app, eventually, free_port, Proc};
+use stampede_core::{ContainerOptions, GetError, PutErrorKind, Selector, StmError, INFINITY};
+use stampede_net::{Config, NetError, Space};
+
+const T: Duration = Duration::from_secs(20);
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| panic!("{key} not set"))
+}
+
+fn peer_of(router: &str) -> Config {
+    Config::peer().connect(router)
+}
+
+/// The entry point of child processes; does nothing when run as a test.
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var("STAMPEDE_TEST_ROLE") else {
+        return;
+    };
+    // Ends the line the test harness started ("test child_entry ... ").
+    println!();
+    let router = env("ROUTER");
+    let app = env("APP");
+    let cfg = match std::env::var("MODE").as_deref() {
+        Ok("client") => Config::client(router),
+        _ => peer_of(&router),
+    };
+    let space = Space::join(&app, cfg).unwrap();
+    match role.as_str() {
+        // Owns a channel "owned" and keeps running.
+        "owner" => {
+            let ch = space
+                .channel(ContainerOptions::unbounded().name("owned"))
+                .unwrap();
+            let t = space.task(0).unwrap();
+            let out = t.attach_output(&ch).unwrap();
+            out.put(0, "zero").unwrap();
+            t.set_virtual_time(INFINITY).unwrap();
+            println!("READY");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        // Puts 0.. into "frames" with VT following, printing every acknowledged put.
+        "producer" => {
+            let n: i64 = env("N").parse().unwrap();
+            let ch = space.lookup_channel("frames", T).unwrap();
+            let t = space.task(0).unwrap();
+            let out = t.attach_output(&ch).unwrap();
+            println!("READY");
+            for ts in 0..n {
+                out.put(ts, format!("frame {ts}")).unwrap();
+                println!("ACK {ts}");
+                t.set_virtual_time(ts + 1).unwrap();
+            }
+            t.set_virtual_time(INFINITY).unwrap();
+            println!("DONE");
+            if std::env::var("HANG").is_ok() {
+                std::thread::sleep(Duration::from_secs(600));
+            }
+        }
+        // Gets NextUnseen from "frames" until `N` items, checking each payload.
+        "consumer" => {
+            let n: usize = env("N").parse().unwrap();
+            let ch = space.lookup_channel("frames", T).unwrap();
+            let t = space.task(INFINITY).unwrap();
+            let input = t.attach_input(&ch).unwrap();
+            println!("READY");
+            let mut got = 0;
+            while got < n {
+                let (ts, item) = input.get(Selector::NextUnseen).unwrap();
+                assert_eq!(item.as_str().unwrap(), format!("frame {ts}"));
+                input.consume_until(ts).unwrap();
+                println!("GOT {ts}");
+                got += 1;
+            }
+            println!("DONE");
+        }
+        // Takes one queue item and one channel item and holds both open, forever.
+        "holder" => {
+            let q = space.lookup_queue("jobs", T).unwrap();
+            let ch = space.lookup_channel("frames", T).unwrap();
+            let t = space.task(INFINITY).unwrap();
+            let qi = t.attach_input(&q).unwrap();
+            let ci = t.attach_input(&ch).unwrap();
+            let item = qi.get().unwrap();
+            println!("HELD {}", item.ticket);
+            let (ts, _) = ci.get(Selector::Oldest).unwrap();
+            println!("OPEN {ts}");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn router(test: &str) -> (Space, String, String) {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app(test);
+    let s = Space::join(&app, Config::router(ep.clone())).unwrap();
+    (s, ep, app)
+}
+
+fn spawn(role: &str, ep: &str, app: &str, extra: &[(&str, String)]) -> Proc {
+    let mut env = vec![("ROUTER", ep.to_owned()), ("APP", app.to_owned())];
+    env.extend(extra.iter().cloned());
+    Proc::spawn(role, &env)
+}
+
+#[test]
+fn producer_and_consumer_in_other_processes() {
+    let (space, ep, app) = router("pc");
+    let frames = space
+        .channel(ContainerOptions::bounded(4).name("frames"))
+        .unwrap();
+    // A live task keeps the zone collecting after both others have left.
+    let _observer = space.task(INFINITY).unwrap();
+    let n = 200;
+    let mut consumer = spawn("consumer", &ep, &app, &[("N", n.to_string())]);
+    consumer.expect("READY", T);
+    let mut producer = spawn("producer", &ep, &app, &[("N", n.to_string())]);
+    let lines = consumer.finish(T);
+    let got: Vec<i64> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("GOT ").map(|t| t.parse().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        (0..n as i64).collect::<Vec<_>>(),
+        "in order, none lost"
+    );
+    producer.finish(T);
+    // Both are gone: their terms are released and everything is reclaimed.
+    let ch = frames.as_local().unwrap().clone();
+    assert!(
+        eventually(T, || {
+            space.runtime().collect();
+            ch.is_empty()
+        }),
+        "left: {:?}\n{}",
+        ch.timestamps(),
+        space.runtime().explain(Default::default())
+    );
+}
+
+#[test]
+#[ignore = "known issue: a blocking channel get after a remote queue get does not return"]
+fn killed_holder_releases_gc_and_queue_items() {
+    let (space, ep, app) = router("holder");
+    let jobs = space
+        .queue(ContainerOptions::unbounded().name("jobs"))
+        .unwrap();
+    let frames = space
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let me = space.task(0).unwrap();
+    let qout = me.attach_output(&jobs).unwrap();
+    let cout = me.attach_output(&frames).unwrap();
+    for i in 0..5 {
+        qout.put(i, format!("job {i}")).unwrap();
+        cout.put(i, format!("frame {i}")).unwrap();
+    }
+    let mut holder = spawn("holder", &ep, &app, &[]);
+    let ticket: u64 = holder.expect("HELD", T).parse().unwrap();
+    assert_eq!(holder.expect("OPEN", T), "0");
+    me.set_virtual_time(INFINITY).unwrap();
+    // The remote connection holds the watermark at 0, and says so.
+    std::thread::sleep(Duration::from_millis(100));
+    let report = space.runtime().explain(Default::default());
+    assert_eq!(report.watermark, 0, "{report}");
+    assert!(report.to_string().contains("task-"), "{report}");
+    assert_eq!(frames.as_local().unwrap().len(), 5);
+
+    let killed = Instant::now();
+    holder.kill9();
+    // The held job comes back for another getter, in ticket order.
+    let worker = space.task(INFINITY).unwrap();
+    let qin = worker.attach_input(&jobs).unwrap();
+    let first = qin.get_timeout(T).unwrap();
+    assert_eq!(first.ticket, ticket);
+    let mut tickets = vec![first.ticket];
+    while let Ok(x) = qin.try_get() {
+        tickets.push(x.ticket);
+    }
+    assert_eq!(tickets.len(), 5, "every job delivered once: {tickets:?}");
+    // The channel's items are reclaimed once the connection is released.
+    let ch = frames.as_local().unwrap().clone();
+    assert!(eventually(T, || {
+        space.runtime().collect();
+        ch.is_empty()
+    }));
+    eprintln!("released {:?} after SIGKILL", killed.elapsed());
+    assert_eq!(space.stats().spaces_lost, 1);
+}
+
+#[test]
+fn killed_producer_loses_no_acknowledged_item() {
+    let (space, ep, app) = router("kp");
+    let frames = space
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&frames).unwrap();
+    let mut producer = spawn(
+        "producer",
+        &ep,
+        &app,
+        &[("N", "100000".into()), ("HANG", "1".into())],
+    );
+    producer.expect("READY", T);
+    let mut acked = -1;
+    while acked < 50 {
+        acked = producer.expect("ACK", T).parse().unwrap();
+    }
+    producer.kill9();
+    // Every acknowledged put is there, once, in order.
+    let mut got = BTreeSet::new();
+    let mut last = -1;
+    while let Ok((ts, item)) = input.try_get(Selector::NextUnseen) {
+        assert!(ts > last);
+        assert_eq!(item.as_str().unwrap(), format!("frame {ts}"));
+        assert!(got.insert(ts));
+        last = ts;
+    }
+    assert!(
+        (0..=acked).all(|t| got.contains(&t)),
+        "acked up to {acked}, got {got:?}"
+    );
+    input.consume_until(last).unwrap();
+    // The producer's virtual time no longer holds the watermark.
+    assert!(
+        eventually(T, || {
+            space.runtime().collect();
+            frames.as_local().unwrap().is_empty()
+        }),
+        "{}",
+        space.runtime().explain(Default::default())
+    );
+}
+
+#[test]
+#[ignore = "known issue: the requester can see its owner's liveliness token go while it lives"]
+fn waiting_on_a_dead_owner_fails_cleanly() {
+    let (space, ep, app) = router("owner");
+    let mut owner = spawn("owner", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let ch = space.lookup_channel("owned", T).unwrap();
+    assert!(ch.owner().is_some());
+    let t = space.task(INFINITY).unwrap();
+    let input = t.attach_input(&ch).unwrap();
+    let (ts, item) = input.get(Selector::Oldest).unwrap();
+    assert_eq!((ts, item.as_str().unwrap()), (0, "zero"));
+    input.consume(0).unwrap();
+    let waiter = std::thread::spawn(move || {
+        let r = input.get(Selector::NextUnseen);
+        (r, Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Instant::now();
+    owner.kill9();
+    let (r, at) = waiter.join().unwrap();
+    assert_eq!(r.unwrap_err(), GetError::Unreachable);
+    let took = at - killed;
+    assert!(took < Duration::from_secs(10), "noticed after {took:?}");
+    eprintln!("waiting get failed {took:?} after SIGKILL");
+    // The name went with its owner, and new operations fail at once.
+    assert!(eventually(T, || space.lookup("owned").is_none()));
+    let out = space.task(0).unwrap();
+    let err = out.attach_output(&ch).unwrap_err();
+    assert!(matches!(err, StmError::Unreachable(_)), "{err}");
+}
+
+#[test]
+fn remote_channel_matches_local_semantics() {
+    // The same operations on a local channel and on a channel of another address space
+    // give the same results.
+    let (space, ep, app) = router("model");
+    let mut owner = spawn("owner", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let remote = space.lookup_channel("owned", T).unwrap();
+    let rt = stampede_core::Runtime::new();
+    let local = rt.channel(ContainerOptions::unbounded()).unwrap();
+    // Align the local channel with the remote one's first item.
+    {
+        let t = rt.task(0).unwrap();
+        t.attach_output(&local).unwrap().put(0, "zero").unwrap();
+    }
+    let lt = rt.task(1).unwrap();
+    let rtask = space.task(1).unwrap();
+    let (lo, ro) = (
+        lt.attach_output(&local).unwrap(),
+        rtask.attach_output(&remote).unwrap(),
+    );
+    let (li, ri) = (
+        lt.attach_input(&local).unwrap(),
+        rtask.attach_input(&remote).unwrap(),
+    );
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    let sels = |k| match k {
+        0 => Selector::Oldest,
+        1 => Selector::Newest,
+        2 => Selector::NewestUnseen,
+        3 => Selector::NextUnseen,
+        _ => Selector::Exact(k as i64 - 4),
+    };
+    for step in 0..300 {
+        // Virtual time stays put: raising it moves each side's floor at its own pace
+        // (the owner hears of it a report later), which is allowed to differ.
+        let op = next(6);
+        let ts = next(24) as i64;
+        let (a, b) = match op {
+            0 | 1 => (
+                format!(
+                    "{:?}",
+                    lo.try_put(ts, format!("v{ts}")).map_err(|e| e.kind())
+                ),
+                format!(
+                    "{:?}",
+                    ro.try_put(ts, format!("v{ts}")).map_err(|e| e.kind())
+                ),
+            ),
+            2 | 3 => {
+                let s = sels(next(28));
+                let f = |r: Result<(i64, stampede_core::Item), GetError>| {
+                    format!("{:?}", r.map(|(t, i)| (t, i.as_str().unwrap().to_owned())))
+                };
+                (f(li.try_get(s)), f(ri.try_get(s)))
+            }
+            4 => (
+                format!("{:?}", li.consume(ts)),
+                format!("{:?}", ri.consume(ts)),
+            ),
+            _ => (
+                format!("{:?}", li.consume_until(ts / 4)),
+                format!("{:?}", ri.consume_until(ts / 4)),
+            ),
+        };
+        assert_eq!(a, b, "step {step} op {op} ts {ts}");
+        assert_eq!(lt.visibility(), rtask.visibility(), "step {step}");
+    }
+}
+
+#[test]
+fn put_errors_and_bounded_waits_cross_processes() {
+    let (space, ep, app) = router("errs");
+    let mut owner = spawn("owner", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let remote = space.lookup_channel("owned", T).unwrap();
+    let t = space.task(1).unwrap();
+    let out = t.attach_output(&remote).unwrap();
+    let e = out.put(0, "late").unwrap_err();
+    assert_eq!(e.kind(), PutErrorKind::BelowVisibility { visibility: 1 });
+    assert_eq!(
+        e.into_item().as_str().unwrap(),
+        "late",
+        "the item comes back"
+    );
+    out.put(5, "five").unwrap();
+    assert_eq!(
+        out.put(5, "again").unwrap_err().kind(),
+        PutErrorKind::DuplicateTimestamp
+    );
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&remote).unwrap();
+    let start = Instant::now();
+    let r = input.get_timeout(Selector::Exact(7), Duration::from_millis(600));
+    assert!(matches!(r, Err(GetError::Timeout(_))), "{r:?}");
+    assert!(start.elapsed() >= Duration::from_millis(600));
+    assert!(matches!(
+        space.lookup_queue("owned", T).unwrap_err(),
+        NetError::WrongKind { .. }
+    ));
+    assert!(matches!(
+        space
+            .lookup_channel("nothing", Duration::from_millis(200))
+            .unwrap_err(),
+        NetError::NotFound(_)
+    ));
+}
