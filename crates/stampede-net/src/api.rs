@@ -18,12 +18,7 @@ use crate::zbytes;
 
 /// Sends `req` to `owner` and waits for its answer, failing when the owner is known to have
 /// left or does not answer within the configured timeout.
-pub(crate) fn call(
-    sh: &Shared,
-    owner: &str,
-    req: &Request,
-    _deadline: Option<Instant>,
-) -> Result<Reply, String> {
+pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, String> {
     let fail = |why: String| {
         tracing::warn!("{why}");
         sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
@@ -112,7 +107,7 @@ fn call_waiting(
             (Wait::For(_), Some(d)) => Wait::For(d.saturating_duration_since(Instant::now())),
             (w, _) => w,
         };
-        let r = call(sh, owner, &make(w), deadline)?;
+        let r = call(sh, owner, &make(w))?;
         if !matches!(r, Reply::Again) {
             return Ok(r);
         }
@@ -270,7 +265,7 @@ macro_rules! container {
                     }
                     Repr::Remote(r) => {
                         let req = Request::Close { container: r.rec.container };
-                        match call(&r.sh, &r.rec.space, &req, None) {
+                        match call(&r.sh, &r.rec.space, &req) {
                             Ok(Reply::Ok) => Ok(()),
                             Ok(other) => Err(stm_error(other, &r.rec.space)),
                             Err(e) => Err(StmError::Unreachable(e)),
@@ -438,7 +433,7 @@ impl Task {
             input,
             vis: self.t.core.visibility(),
         };
-        match call(&r.sh, owner, &req, None) {
+        match call(&r.sh, owner, &req) {
             Ok(Reply::Attached { conn }) => Ok(RemoteConn {
                 remote: r.clone(),
                 task: self.t.clone(),
@@ -484,12 +479,6 @@ impl Task {
 
     /// Ends the task.
     pub fn exit(self) {}
-}
-
-impl Drop for Task {
-    fn drop(&mut self) {
-        // Connections hold the shared part; the core task exits when the last goes.
-    }
 }
 
 /// What a remote input connection holds open, mirrored in its task's visibility.
@@ -629,7 +618,7 @@ impl RemoteConn {
             ts,
             until,
         };
-        match call(self.sh(), self.owner(), &req, None) {
+        match call(self.sh(), self.owner(), &req) {
             Ok(Reply::Ok) => Ok(()),
             Ok(other) => Err(stm_error(other, self.owner())),
             Err(e) => Err(StmError::Unreachable(e)),

@@ -785,8 +785,7 @@ impl Space {
         let mut out = vec![(self.sh.id.clone(), Ok(server::explain(&self.sh, zone.0)))];
         for s in self.spaces() {
             if s != self.sh.id {
-                let r =
-                    crate::api::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 }, None);
+                let r = crate::api::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 });
                 out.push((s, r.map_err(NetError::Unreachable)));
             }
         }
