@@ -340,7 +340,8 @@ use sealed::Repr;
 pub trait Container: sealed::Sealed + Clone + Send + Sync + 'static {}
 
 struct TaskShared {
-    sh: Arc<Shared>,
+    /// The address space; `None` for a task of a runtime that joined no application.
+    sh: Option<Arc<Shared>>,
     core: core::Task,
     /// Address spaces holding a proxy of this task.
     owners: Mutex<HashSet<String>>,
@@ -349,7 +350,7 @@ struct TaskShared {
 impl TaskShared {
     fn tref(&self) -> TaskRef {
         TaskRef {
-            space: self.sh.id.clone(),
+            space: self.sh.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
             task: self.core.id().0,
             zone: self.core.zone().0,
         }
@@ -359,9 +360,10 @@ impl TaskShared {
 impl Drop for TaskShared {
     fn drop(&mut self) {
         let owners = std::mem::take(&mut *lock(&self.owners));
+        let Some(sh) = &self.sh else { return };
         let task = self.tref();
         for o in owners {
-            send(&self.sh, &o, &Request::TaskExit { task: task.clone() });
+            send(sh, &o, &Request::TaskExit { task: task.clone() });
         }
     }
 }
@@ -381,7 +383,7 @@ impl std::fmt::Debug for Task {
 }
 
 impl Task {
-    pub(crate) fn new(sh: Arc<Shared>, core: core::Task) -> Task {
+    pub(crate) fn new(sh: Option<Arc<Shared>>, core: core::Task) -> Task {
         Task {
             t: Arc::new(TaskShared {
                 sh,
@@ -396,11 +398,15 @@ impl Task {
         &self.t.core
     }
 
-    /// The address space the task runs in.
-    pub fn space(&self) -> Space {
-        Space {
-            sh: self.t.sh.clone(),
-        }
+    /// A task of a runtime that joined no application: it works with that runtime's own
+    /// containers, through the same API as a task of an address space.
+    pub fn from_core(core: core::Task) -> Task {
+        Task::new(None, core)
+    }
+
+    /// The address space the task runs in, if its runtime joined an application.
+    pub fn space(&self) -> Option<Space> {
+        self.t.sh.clone().map(|sh| Space { sh })
     }
 
     /// The task's virtual time.
@@ -425,6 +431,14 @@ impl Task {
     }
 
     fn remote_attach(&self, r: &Arc<Remote>, input: bool) -> Result<RemoteConn, StmError> {
+        match &self.t.sh {
+            Some(sh) if Arc::ptr_eq(sh, &r.sh) => {}
+            _ => {
+                return Err(StmError::InvalidArgument(
+                    "the container was found through another address space than the task's",
+                ))
+            }
+        }
         let owner = &r.rec.space;
         lock(&self.t.owners).insert(owner.clone());
         let req = Request::Attach {
@@ -707,6 +721,14 @@ impl<C: Container> InputConnection<C> {
     pub fn container(&self) -> &C {
         &self.container
     }
+    /// The core connection, if the container lives in this address space (for the core's
+    /// local-only features).
+    pub fn as_local(&self) -> Option<&core::InputConnection<C::Core>> {
+        match &self.repr {
+            ConnRepr::Local(c) => Some(c),
+            ConnRepr::Remote(_) => None,
+        }
+    }
     /// Detaches the connection.
     pub fn detach(self) {}
 }
@@ -715,6 +737,13 @@ impl<C: Container> OutputConnection<C> {
     /// The container.
     pub fn container(&self) -> &C {
         &self.container
+    }
+    /// The core connection, if the container lives in this address space.
+    pub fn as_local(&self) -> Option<&core::OutputConnection<C::Core>> {
+        match &self.repr {
+            OutRepr::Local(c) => Some(c),
+            OutRepr::Remote(_) => None,
+        }
     }
     /// Detaches the connection.
     pub fn detach(self) {}

@@ -777,7 +777,7 @@ impl Space {
         let mark = self.sh.rt.local_mark(zone);
         lock(&self.sh.marks).insert(zone.0, mark);
         self.sh.publish_marks();
-        Ok(Task::new(self.sh.clone(), t))
+        Ok(Task::new(Some(self.sh.clone()), t))
     }
 
     /// What holds `zone`'s watermark in every live address space, this one first.
