@@ -247,17 +247,36 @@ impl std::fmt::Debug for Space {
 fn open_error(e: zenoh::Error, cfg: &Config) -> NetError {
     let text = e.to_string();
     let l = text.to_lowercase();
-    if l.contains("auth") || l.contains("usrpwd") || l.contains("certificate") || l.contains("tls")
-    {
-        NetError::AuthRejected(text)
-    } else if cfg.credentials.is_some() || cfg.tls.is_some() {
-        // Zenoh reports a refused handshake as a failure to connect.
-        NetError::AuthRejected(format!(
-            "{text} (the router may have refused these credentials or this certificate)"
-        ))
-    } else {
-        NetError::Connect(text)
+    if l.contains("auth") || l.contains("usrpwd") || l.contains("certificate") {
+        return NetError::AuthRejected(text);
     }
+    // Zenoh reports a refused handshake like an unreachable endpoint. An endpoint that
+    // accepts the connection but not the session refused this side's credentials or TLS.
+    match cfg.connect.iter().find(|ep| accepts_connections(ep)) {
+        Some(ep) => NetError::AuthRejected(format!(
+            "{ep} accepts connections but refused the session: missing or wrong \
+             credentials, or a certificate it does not trust ({text})"
+        )),
+        None => NetError::Connect(text),
+    }
+}
+
+/// Whether a `tcp/` or `tls/` endpoint accepts TCP connections.
+fn accepts_connections(endpoint: &str) -> bool {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let Some(addr) = endpoint
+        .strip_prefix("tcp/")
+        .or_else(|| endpoint.strip_prefix("tls/"))
+    else {
+        return false;
+    };
+    let addr = addr.split(['?', '#']).next().unwrap_or(addr);
+    let Ok(addrs) = addr.to_socket_addrs() else {
+        return false;
+    };
+    addrs
+        .into_iter()
+        .any(|a| TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_ok())
 }
 
 impl Space {
