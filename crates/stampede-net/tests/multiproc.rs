@@ -32,6 +32,7 @@ fn child_entry() {
     let app = env("APP");
     let cfg = match std::env::var("MODE").as_deref() {
         Ok("client") => Config::client(router),
+        Ok("router") => Config::router(router),
         _ => peer_of(&router),
     };
     let space = Space::join(&app, cfg).unwrap();
@@ -45,6 +46,7 @@ fn child_entry() {
             let out = t.attach_output(&ch).unwrap();
             out.put(0, "zero").unwrap();
             t.set_virtual_time(INFINITY).unwrap();
+            println!("ID {}", space.id());
             println!("READY");
             std::thread::sleep(Duration::from_secs(600));
         }
@@ -98,6 +100,23 @@ fn child_entry() {
             t.set_virtual_time(INFINITY).unwrap();
             println!("OPEN {ts}");
             std::thread::sleep(Duration::from_secs(600));
+        }
+        // The router of an emulated network: owns "frames" and reports departures.
+        "hub" => {
+            let _frames = space
+                .channel(ContainerOptions::bounded(4).name("frames"))
+                .unwrap();
+            let _observer = space.task(INFINITY).unwrap();
+            println!("READY");
+            let mut known = space.spaces();
+            loop {
+                let now = space.spaces();
+                for gone in known.iter().filter(|s| !now.contains(s)) {
+                    println!("LEFT {gone}");
+                }
+                known = now;
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         other => panic!("unknown role {other}"),
     }
@@ -203,6 +222,46 @@ fn killed_holder_releases_gc_and_queue_items() {
         ch.is_empty()
     }));
     eprintln!("released {:?} after SIGKILL", killed.elapsed());
+}
+
+#[test]
+fn killed_client_releases_its_session() {
+    // An end device (client mode) consuming from a bounded channel dies mid-stream: the
+    // cluster drops its session, its connection no longer holds items, and the producer,
+    // blocked on the full channel, goes on.
+    let (space, ep, app) = router("client");
+    let frames = space
+        .channel(ContainerOptions::bounded(4).name("frames"))
+        .unwrap();
+    let _observer = space.task(INFINITY).unwrap();
+    let mut consumer = spawn(
+        "consumer",
+        &ep,
+        &app,
+        &[("N", "1000000".into()), ("MODE", "client".into())],
+    );
+    consumer.expect("READY", T);
+    let n = 200;
+    let mut producer = spawn("producer", &ep, &app, &[("N", n.to_string())]);
+    let mut got = -1;
+    while got < 20 {
+        got = consumer.expect("GOT", T).parse().unwrap();
+    }
+    let sessions = space.spaces().len();
+    consumer.kill9();
+    let lines = producer.finish(T);
+    assert!(lines.iter().any(|l| l == "DONE"), "{lines:?}");
+    assert!(eventually(T, || space.stats().spaces_lost >= 1));
+    assert!(eventually(T, || space.spaces().len() < sessions));
+    let ch = frames.as_local().unwrap().clone();
+    assert!(
+        eventually(T, || {
+            space.runtime().collect();
+            ch.is_empty()
+        }),
+        "{}",
+        space.runtime().explain(Default::default())
+    );
 }
 
 #[test]
@@ -397,4 +456,137 @@ fn put_errors_and_bounded_waits_cross_processes() {
             .unwrap_err(),
         NetError::NotFound(_)
     ));
+}
+
+/// Two emulated hosts: network namespaces joined by a veth pair, with `tc netem` delay
+/// where the kernel has it. Removed on drop.
+struct Hosts {
+    names: [String; 2],
+    addrs: [&'static str; 2],
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Hosts {
+    /// Sets up the hosts, or says why it cannot.
+    fn new(delay_ms: u32) -> Result<Hosts, String> {
+        let id = std::process::id() % 100_000;
+        let h = Hosts {
+            names: [format!("stpa{id}"), format!("stpb{id}")],
+            addrs: ["10.213.0.1", "10.213.0.2"],
+        };
+        let (a, b) = (&h.names[0], &h.names[1]);
+        sh(&["ip", "netns", "add", a])?;
+        sh(&["ip", "netns", "add", b])?;
+        let (va, vb) = (format!("va{id}"), format!("vb{id}"));
+        sh(&[
+            "ip", "link", "add", &va, "netns", a, "type", "veth", "peer", "name", &vb, "netns", b,
+        ])?;
+        for (ns, dev, addr) in [(a, &va, h.addrs[0]), (b, &vb, h.addrs[1])] {
+            sh(&[
+                "ip",
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                dev,
+            ])?;
+            sh(&["ip", "-n", ns, "link", "set", dev, "up"])?;
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+            let delay = format!("{delay_ms}ms");
+            if let Err(e) = sh(&[
+                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
+                "delay", &delay,
+            ]) {
+                eprintln!("no netem delay on {ns} (the kernel lacks sch_netem?): {e}");
+            }
+        }
+        Ok(h)
+    }
+
+    fn exec(&self, host: usize) -> [&str; 4] {
+        ["ip", "netns", "exec", &self.names[host]]
+    }
+
+    /// Cuts the link between the hosts.
+    fn partition(&self) {
+        let dev = format!("vb{}", std::process::id() % 100_000);
+        sh(&["ip", "-n", &self.names[1], "link", "set", &dev, "down"]).unwrap();
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = sh(&["ip", "netns", "del", n]);
+        }
+    }
+}
+
+#[test]
+fn emulated_hosts_with_delay_and_partition() {
+    let hosts = match Hosts::new(20) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("skipped: network namespaces are not available here ({e})");
+            return;
+        }
+    };
+    let ep = format!("tcp/{}:{}", hosts.addrs[0], 7447);
+    let app = app("netns");
+    fn env(ep: &str, app: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let mut v = vec![("ROUTER", ep.to_owned()), ("APP", app.to_owned())];
+        v.extend(extra.iter().cloned());
+        v
+    }
+    // Host A routes and owns the channel; host B produces and consumes through it.
+    let mut hub = Proc::spawn_via(
+        &hosts.exec(0),
+        "hub",
+        &env(&ep, &app, &[("MODE", "router".into())]),
+    );
+    hub.expect("READY", T);
+    let n = 30;
+    let mut consumer = Proc::spawn_via(
+        &hosts.exec(1),
+        "consumer",
+        &env(&ep, &app, &[("N", n.to_string())]),
+    );
+    consumer.expect("READY", T);
+    let mut producer = Proc::spawn_via(
+        &hosts.exec(1),
+        "producer",
+        &env(&ep, &app, &[("N", n.to_string())]),
+    );
+    let got: Vec<i64> = consumer
+        .finish(T)
+        .iter()
+        .filter_map(|l| l.strip_prefix("GOT ").map(|t| t.parse().unwrap()))
+        .collect();
+    assert_eq!(got, (0..n).collect::<Vec<_>>(), "in order, none lost");
+    producer.finish(T);
+    // A partition: the hub notices host B's remaining space is gone.
+    let mut other = Proc::spawn_via(&hosts.exec(1), "owner", &env(&ep, &app, &[]));
+    let id = other.expect("ID", T);
+    other.expect("READY", T);
+    let cut = Instant::now();
+    hosts.partition();
+    while hub.expect("LEFT", T) != id {}
+    eprintln!("partition noticed after {:?}", cut.elapsed());
 }

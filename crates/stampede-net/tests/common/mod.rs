@@ -31,7 +31,20 @@ pub struct Proc {
 impl Proc {
     /// Starts this test binary's `child_entry` with `role` and `env`.
     pub fn spawn(role: &str, env: &[(&str, String)]) -> Proc {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        Proc::spawn_via(&[], role, env)
+    }
+
+    /// Starts the child through a wrapper command, such as `ip netns exec NS`.
+    pub fn spawn_via(wrapper: &[&str], role: &str, env: &[(&str, String)]) -> Proc {
+        let exe = std::env::current_exe().unwrap();
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
         cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
             .env("STAMPEDE_TEST_ROLE", role)
             .stdout(Stdio::piped())
