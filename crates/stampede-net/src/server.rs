@@ -35,7 +35,25 @@ pub(crate) enum Conn {
 /// The proxy of one remote task in one zone.
 pub(crate) struct Surrogate {
     task: stampede_core::Task,
-    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+    /// Connections by id, with the id of their container.
+    conns: Mutex<HashMap<u64, (u64, Arc<Conn>)>>,
+}
+
+/// The address spaces with an input connection to channel `container` here: the readers
+/// its new items are pushed to.
+pub(crate) fn readers(sh: &Shared, container: u64) -> Vec<String> {
+    let mut v: Vec<String> = lock(&sh.surrogates)
+        .iter()
+        .filter(|(_, s)| {
+            lock(&s.conns)
+                .values()
+                .any(|(c, conn)| *c == container && matches!(**conn, Conn::ChIn(_)))
+        })
+        .map(|(k, _)| k.0.clone())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// Threads for operations that wait: they never run on Zenoh's own threads.
@@ -195,12 +213,15 @@ fn surrogate(sh: &Shared, t: &TaskRef, create: bool) -> Result<Arc<Surrogate>, R
 
 fn conn(sh: &Shared, t: &TaskRef, id: u64) -> Result<(Arc<Surrogate>, Arc<Conn>), Reply> {
     let s = surrogate(sh, t, false)?;
-    let c = lock(&s.conns).get(&id).cloned().ok_or_else(|| {
-        Reply::error(
-            ErrorCode::UnknownConnection,
-            format!("no connection {id} here (detached, or the session expired)"),
-        )
-    })?;
+    let c = lock(&s.conns)
+        .get(&id)
+        .map(|c| c.1.clone())
+        .ok_or_else(|| {
+            Reply::error(
+                ErrorCode::UnknownConnection,
+                format!("no connection {id} here (detached, or the session expired)"),
+            )
+        })?;
     Ok((s, c))
 }
 
@@ -230,7 +251,11 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             let e = |e: StmError| stm_error(&e);
             t.mirror_visibility(*vis).map_err(e)?;
             let c = match (owned, *input) {
-                (Owned::Channel(c), true) => Conn::ChIn(t.attach_input(&c).map_err(e)?),
+                (Owned::Channel(c), true) => {
+                    let i = t.attach_input(&c).map_err(e)?;
+                    sh.push_arrivals(*container, &c);
+                    Conn::ChIn(i)
+                }
                 (Owned::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
                 (Owned::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
                 (Owned::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
@@ -238,7 +263,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 (Owned::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
             };
             let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
-            lock(&s.conns).insert(id, Arc::new(c));
+            lock(&s.conns).insert(id, (*container, Arc::new(c)));
             Ok(Reply::Attached { conn: id })
         }
         Request::Detach { task, conn } => {

@@ -45,6 +45,9 @@ pub(crate) struct Cache {
     pub(crate) items: HashMap<(String, u64), BTreeMap<Timestamp, Item>>,
 }
 
+/// New items waiting to be pushed to readers; more are skipped (and counted).
+const PUSH_BACKLOG: usize = 1024;
+
 /// At most this many items per remote channel stay cached.
 pub(crate) const CACHE_PER_CHANNEL: usize = 32;
 
@@ -78,6 +81,9 @@ pub(crate) struct Shared {
     /// This space's local marks by zone, as last reported.
     pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
     pub(crate) cache: Mutex<Cache>,
+    /// Channels whose new items are pushed to remote readers, and the pusher's inbox.
+    pushing: Mutex<HashSet<u64>>,
+    push_tx: Sender<(u64, Timestamp)>,
     pub(crate) pool: server::Pool,
     pub(crate) next_conn: AtomicU64,
     pub(crate) counters: Counters,
@@ -94,6 +100,10 @@ pub(crate) struct Counters {
     pub(crate) unreachable: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
     pub(crate) spaces_lost: AtomicU64,
+    pub(crate) pushed: AtomicU64,
+    /// Shared with the channels' arrival hooks.
+    pub(crate) push_skipped: Arc<AtomicU64>,
+    pub(crate) push_received: AtomicU64,
 }
 
 /// A snapshot of an address space's counters.
@@ -112,6 +122,12 @@ pub struct SpaceStats {
     pub cache_hits: u64,
     /// Address spaces seen leaving or dying.
     pub spaces_lost: u64,
+    /// Items pushed ahead to remote readers (one per reader).
+    pub pushed: u64,
+    /// New items not pushed because the pusher was behind (readers fetch them on get).
+    pub push_skipped: u64,
+    /// Items other spaces pushed here.
+    pub push_received: u64,
 }
 
 impl Shared {
@@ -164,6 +180,73 @@ impl Shared {
 
     pub(crate) fn owned(&self, id: u64) -> Option<Owned> {
         lock(&self.owned).get(&id).map(|o| o.0.clone())
+    }
+
+    /// Pushes the new items of owned channel `container` to the spaces reading it, from
+    /// now on. Readers cache them, so their gets move only a small reply.
+    pub(crate) fn push_arrivals(&self, container: u64, ch: &stampede_core::Channel) {
+        if !lock(&self.pushing).insert(container) {
+            return;
+        }
+        let tx = self.push_tx.clone();
+        let skipped = self.counters.push_skipped.clone();
+        ch.on_arrival(move |ts| {
+            // The putting thread never waits for the network.
+            if tx.try_send((container, ts)).is_err() {
+                skipped.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// Sends each new item to the current readers of its channel.
+    fn push(&self, container: u64, ts: Timestamp) {
+        let readers = server::readers(self, container);
+        if readers.is_empty() {
+            return;
+        }
+        let Some(Owned::Channel(ch)) = self.owned(container) else {
+            return;
+        };
+        let Some(item) = ch.peek(ts) else { return };
+        let msg = wire::encode_push(&wire::Push {
+            container,
+            ts,
+            item: wire::WireItem {
+                tag: item.tag(),
+                data: item.wire().clone(),
+            },
+        });
+        for r in readers {
+            if self.is_dead(&r) {
+                continue;
+            }
+            let key = format!("{}/{}", self.key("push", &r), self.id);
+            let payload = zbytes::from_encoded(msg.clone());
+            match self.session.put(key, payload).wait() {
+                Ok(()) => self.counters.pushed.fetch_add(1, Ordering::Relaxed),
+                Err(e) => {
+                    tracing::debug!(reader = r, "push not sent: {e}");
+                    self.counters.push_skipped.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+        }
+    }
+
+    fn pushed_here(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
+        if self.is_dead(owner) {
+            return;
+        }
+        match wire::decode_push(zbytes::to_bytes(payload)) {
+            Ok(p) => {
+                let item = Item::from_wire(p.item.tag, p.item.data);
+                lock(&self.cache).insert((owner.to_owned(), p.container), p.ts, item);
+                self.counters.push_received.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(owner, "malformed pushed item: {e}");
+            }
+        }
     }
 }
 
@@ -289,6 +372,7 @@ impl Space {
         let session = zenoh::open(zcfg).wait().map_err(|e| open_error(e, &cfg))?;
         let id = session.zid().to_string();
         let rt = Runtime::new();
+        let (push_tx, push_rx) = crossbeam_channel::bounded(PUSH_BACKLOG);
         let sh = Arc::new(Shared {
             app: app.to_owned(),
             id,
@@ -303,12 +387,14 @@ impl Space {
             dead: Mutex::default(),
             marks: Mutex::default(),
             cache: Mutex::default(),
+            pushing: Mutex::default(),
+            push_tx,
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             keep: Mutex::default(),
         });
         let space = Space { sh };
-        space.start()?;
+        space.start(push_rx)?;
         Ok(space)
     }
 
@@ -316,7 +402,7 @@ impl Space {
         lock(&self.sh.keep).push(Box::new(x));
     }
 
-    fn start(&self) -> Result<(), NetError> {
+    fn start(&self, push_rx: Receiver<(u64, Timestamp)>) -> Result<(), NetError> {
         let sh = &self.sh;
         let z = |e: zenoh::Error| NetError::Connect(e.to_string());
         // Membership: who is alive, who left.
@@ -407,6 +493,34 @@ impl Space {
             .wait()
             .map_err(z)?;
         self.keep(q);
+        // Items owners push ahead to this space.
+        let weak = Arc::downgrade(sh);
+        let prefix = format!("{}/", sh.key("push", &sh.id));
+        let sub = sh
+            .session
+            .declare_subscriber(format!("{prefix}*"))
+            .callback(move |s| {
+                let Some(sh) = weak.upgrade() else { return };
+                if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
+                    sh.pushed_here(owner, s.payload());
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
+        let weak = Arc::downgrade(sh);
+        std::thread::Builder::new()
+            .name("stampede-push".into())
+            .spawn(move || loop {
+                let next = push_rx.recv_timeout(Duration::from_secs(1));
+                let Some(sh) = weak.upgrade() else { return };
+                match next {
+                    Ok((container, ts)) => sh.push(container, ts),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                }
+            })
+            .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
         // Report local marks as passes change them.
         let (tx, rx): (Sender<()>, Receiver<()>) = crossbeam_channel::bounded(1);
         let weak: Weak<Shared> = Arc::downgrade(sh);
@@ -461,8 +575,12 @@ impl Space {
             while let Ok(r) = replies.recv() {
                 if let Ok(s) = r.result() {
                     let space = s.key_expr().as_str().strip_prefix(&prefix).unwrap_or("");
-                    if let Ok(m) = wire::decode_marks(zbytes::to_bytes(s.payload())) {
-                        sh.marks_received(space, &m);
+                    match wire::decode_marks(zbytes::to_bytes(s.payload())) {
+                        Ok(m) => sh.marks_received(space, &m),
+                        Err(e) => {
+                            sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(space, "malformed watermark marks: {e}");
+                        }
                     }
                 }
             }
@@ -518,6 +636,9 @@ impl Space {
             unreachable: l(&c.unreachable),
             cache_hits: l(&c.cache_hits),
             spaces_lost: l(&c.spaces_lost),
+            pushed: l(&c.pushed),
+            push_skipped: l(&c.push_skipped),
+            push_received: l(&c.push_received),
         }
     }
 
@@ -659,7 +780,10 @@ impl Space {
                 match wire::decode_name(zbytes::to_bytes(s.payload())) {
                     Ok(rec) if !sh.is_dead(&rec.space) => out.push(rec),
                     Ok(_) => {}
-                    Err(e) => tracing::warn!("malformed name record: {e}"),
+                    Err(e) => {
+                        sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!("malformed name record: {e}");
+                    }
                 }
             }
         }

@@ -101,6 +101,25 @@ fn child_entry() {
             println!("OPEN {ts}");
             std::thread::sleep(Duration::from_secs(600));
         }
+        // Owns "live"; once a reader is attached, puts `N` items and says DONE.
+        "source" => {
+            let n: i64 = env("N").parse().unwrap();
+            let ch = space
+                .channel(ContainerOptions::unbounded().name("live"))
+                .unwrap();
+            let t = space.task(0).unwrap();
+            let out = t.attach_output(&ch).unwrap();
+            println!("READY");
+            let local = ch.as_local().unwrap();
+            while local.stats().connections == 0 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            for ts in 0..n {
+                out.put(ts, vec![ts as u8; 10_000]).unwrap();
+            }
+            println!("DONE");
+            std::thread::sleep(Duration::from_secs(600));
+        }
         // The router of an emulated network: owns "frames" and reports departures.
         "hub" => {
             let _frames = space
@@ -262,6 +281,31 @@ fn killed_client_releases_its_session() {
         "{}",
         space.runtime().explain(Default::default())
     );
+}
+
+#[test]
+fn owners_push_new_items_to_readers() {
+    let (space, ep, app) = router("push");
+    let mut source = spawn("source", &ep, &app, &[("N", "20".into())]);
+    source.expect("READY", T);
+    let live = space.lookup_channel("live", T).unwrap();
+    let t = space.task(0).unwrap();
+    let input = t.attach_input(&live).unwrap();
+    source.expect("DONE", T);
+    // Everything was put while this reader was attached: it arrives ahead of the gets.
+    assert!(eventually(T, || space.stats().push_received >= 20));
+    for want in 0..20 {
+        let (ts, item) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+        assert_eq!(ts, want);
+        assert_eq!(
+            item.as_bytes().unwrap().as_ref(),
+            &vec![ts as u8; 10_000][..]
+        );
+        input.consume(ts).unwrap();
+    }
+    let stats = space.stats();
+    eprintln!("{stats:?}");
+    assert_eq!(stats.cache_hits, 20, "every get found its item pushed");
 }
 
 #[test]
