@@ -28,7 +28,7 @@ impl Mode {
 }
 
 /// TLS settings (endpoints then use `tls/` locators).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tls {
     /// The certificate authority that signed the other side's certificate.
     pub root_ca: Option<PathBuf>,
@@ -40,6 +40,17 @@ pub struct Tls {
     pub verify_name: bool,
 }
 
+impl Default for Tls {
+    fn default() -> Self {
+        Tls {
+            root_ca: None,
+            certificate: None,
+            private_key: None,
+            verify_name: true,
+        }
+    }
+}
+
 /// Configuration of an address space. The defaults suit processes on one host: peer mode,
 /// no multicast scouting (so unrelated applications on a network never meet), failure
 /// detection within about a second.
@@ -47,7 +58,8 @@ pub struct Tls {
 pub struct Config {
     /// Zenoh mode.
     pub mode: Mode,
-    /// Endpoints to listen on, such as `tcp/127.0.0.1:7447`.
+    /// Endpoints to listen on, such as `tcp/127.0.0.1:7447`. A peer with none listens on
+    /// [`DEFAULT_PEER_LISTEN`], so other peers can reach it directly.
     pub listen: Vec<String>,
     /// Endpoints to connect to.
     pub connect: Vec<String>,
@@ -94,6 +106,9 @@ impl Default for Config {
         }
     }
 }
+
+/// Where a peer listens when told nothing: any interface, a port the system picks.
+pub const DEFAULT_PEER_LISTEN: &str = "tcp/0.0.0.0:0";
 
 fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
@@ -184,7 +199,15 @@ impl Config {
                 .map_err(|e| NetError::Config(format!("{k} = {v}: {e}")))
         };
         set("mode", json_str(self.mode.as_str()))?;
-        set("listen/endpoints", json_list(&self.listen))?;
+        // Peers assume a full mesh: a router does not relay between them. So a peer that
+        // names no endpoint listens on an ephemeral port, which the others learn through
+        // gossip and connect to.
+        let listen = if self.mode == Mode::Peer && self.listen.is_empty() {
+            vec![DEFAULT_PEER_LISTEN.to_owned()]
+        } else {
+            self.listen.clone()
+        };
+        set("listen/endpoints", json_list(&listen))?;
         set("connect/endpoints", json_list(&self.connect))?;
         let ms = self.connect_timeout.as_millis().min(i64::MAX as u128) as i64;
         set("connect/timeout_ms", ms.to_string())?;

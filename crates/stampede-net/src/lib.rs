@@ -46,7 +46,7 @@ pub mod wire;
 mod zbytes;
 
 pub use api::{Channel, Container, InputConnection, OutputConnection, Queue, Register, Task};
-pub use config::{Config, Mode, Tls};
+pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
 pub use error::NetError;
 pub use space::{NameEvent, NameWatch, Space, SpaceStats};
 pub use wire::{Kind, NameRecord};

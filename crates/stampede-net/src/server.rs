@@ -252,9 +252,9 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             t.mirror_visibility(*vis).map_err(e)?;
             let c = match (owned, *input) {
                 (Owned::Channel(c), true) => {
-                    let i = t.attach_input(&c).map_err(e)?;
+                    // Hooked first, so every item put once the connection exists is pushed.
                     sh.push_arrivals(*container, &c);
-                    Conn::ChIn(i)
+                    Conn::ChIn(t.attach_input(&c).map_err(e)?)
                 }
                 (Owned::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
                 (Owned::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),

@@ -222,7 +222,13 @@ impl Shared {
             }
             let key = format!("{}/{}", self.key("push", &r), self.id);
             let payload = zbytes::from_encoded(msg.clone());
-            match self.session.put(key, payload).wait() {
+            // Blocking here only delays later pushes: puts never wait for this thread, and
+            // what it cannot take is skipped and counted.
+            let put = self
+                .session
+                .put(key, payload)
+                .congestion_control(zenoh::qos::CongestionControl::Block);
+            match put.wait() {
                 Ok(()) => self.counters.pushed.fetch_add(1, Ordering::Relaxed),
                 Err(e) => {
                     tracing::debug!(reader = r, "push not sent: {e}");
@@ -568,6 +574,8 @@ impl Space {
         if let Ok(replies) = sh
             .session
             .get(sh.key("marks", "*"))
+            .target(zenoh::query::QueryTarget::All)
+            .consolidation(zenoh::query::ConsolidationMode::None)
             .timeout(sh.cfg.op_timeout)
             .wait()
         {
@@ -646,25 +654,37 @@ impl Space {
         if !valid_name(&rec.name) {
             return Err(NetError::InvalidName(rec.name));
         }
-        // Names are first come, first served across the application; two spaces that
-        // register one name at the same instant can both succeed (lookups then see both).
+        // Names are first come, first served across the application.
+        let taken = |name: String| NetError::Stm(stampede_core::StmError::NameTaken(name));
         if let Some(other) = self.lookup(&rec.name) {
             if other.space != self.sh.id {
-                return Err(NetError::Stm(stampede_core::StmError::NameTaken(rec.name)));
+                return Err(taken(rec.name));
             }
         }
-        let mut names = lock(&self.sh.names);
-        if names.contains_key(&rec.name) {
-            return Err(NetError::Stm(stampede_core::StmError::NameTaken(rec.name)));
+        let name = rec.name.clone();
+        {
+            let mut names = lock(&self.sh.names);
+            if names.contains_key(&name) {
+                return Err(taken(name));
+            }
+            let token = self
+                .sh
+                .session
+                .liveliness()
+                .declare_token(format!("{}/{}", self.sh.key("name", &self.sh.id), name))
+                .wait()
+                .map_err(|e| NetError::Connect(e.to_string()))?;
+            names.insert(name.clone(), (rec, token));
         }
-        let token = self
-            .sh
-            .session
-            .liveliness()
-            .declare_token(format!("{}/{}", self.sh.key("name", &self.sh.id), rec.name))
-            .wait()
-            .map_err(|e| NetError::Connect(e.to_string()))?;
-        names.insert(rec.name.clone(), (rec, token));
+        // Two spaces registering one name at once may both have passed the check above;
+        // each then sees the other's record and withdraws, so a name never has two
+        // owners (both callers get `NameTaken` and may try again).
+        let seen = self.fetch_names(&format!("*/{name}"));
+        let rivals = seen.into_iter().any(|r| r.space != self.sh.id);
+        if rivals {
+            lock(&self.sh.names).remove(&name);
+            return Err(taken(name));
+        }
         Ok(())
     }
 
@@ -769,6 +789,8 @@ impl Space {
         let Ok(replies) = sh
             .session
             .get(format!("stampede/{}/meta/{pattern}", sh.app))
+            .target(zenoh::query::QueryTarget::All)
+            .consolidation(zenoh::query::ConsolidationMode::None)
             .timeout(sh.cfg.op_timeout)
             .wait()
         else {

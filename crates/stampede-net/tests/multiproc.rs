@@ -114,6 +114,9 @@ fn child_entry() {
             while local.stats().connections == 0 {
                 std::thread::sleep(Duration::from_millis(5));
             }
+            // The core counts the connection a moment before the attach completes and
+            // the reader is known for pushes.
+            std::thread::sleep(Duration::from_millis(100));
             for ts in 0..n {
                 out.put(ts, vec![ts as u8; 10_000]).unwrap();
             }
@@ -293,7 +296,11 @@ fn owners_push_new_items_to_readers() {
     let input = t.attach_input(&live).unwrap();
     source.expect("DONE", T);
     // Everything was put while this reader was attached: it arrives ahead of the gets.
-    assert!(eventually(T, || space.stats().push_received >= 20));
+    assert!(
+        eventually(T, || space.stats().push_received >= 20),
+        "{:?}",
+        space.stats()
+    );
     for want in 0..20 {
         let (ts, item) = input.get_timeout(Selector::NextUnseen, T).unwrap();
         assert_eq!(ts, want);
@@ -633,4 +640,27 @@ fn emulated_hosts_with_delay_and_partition() {
     hosts.partition();
     while hub.expect("LEFT", T) != id {}
     eprintln!("partition noticed after {:?}", cut.elapsed());
+}
+
+#[test]
+fn a_name_never_has_two_owners() {
+    let (router, ep, app) = router("names");
+    let a = Space::join(&app, peer_of(&ep)).unwrap();
+    let b = Space::join(&app, peer_of(&ep)).unwrap();
+    let mut won = 0;
+    for i in 0..20 {
+        let name = format!("contested/{i}");
+        let race = |s: Space, name: String| {
+            std::thread::spawn(move || s.channel(ContainerOptions::unbounded().name(name)).is_ok())
+        };
+        let (x, y) = (race(a.clone(), name.clone()), race(b.clone(), name.clone()));
+        let (x, y) = (x.join().unwrap(), y.join().unwrap());
+        assert!(!(x && y), "{name}: both spaces own it");
+        won += usize::from(x || y);
+        if x || y {
+            let rec = router.wait_for(&name, T).unwrap();
+            assert_eq!(rec.space, if x { a.id() } else { b.id() });
+        }
+    }
+    eprintln!("{won} of 20 contested names registered (both refused otherwise)");
 }

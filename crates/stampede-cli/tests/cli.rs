@@ -1,0 +1,395 @@
+//! The `stampede` binary as operators run it: help texts, a router and an owner started by
+//! the CLI and inspected by it, clean leaving on signals, and failures with their exit codes.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stampede_net::{Config, Space};
+
+/// Generous bound on anything a child does, so a hang fails the test instead of blocking it.
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn stampede() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stampede"));
+    for var in [
+        "STAMPEDE_APP",
+        "STAMPEDE_CONNECT",
+        "STAMPEDE_TIMEOUT",
+        "STAMPEDE_USER",
+        "STAMPEDE_PASSWORD",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One application per test, so tests running at once never meet.
+fn app(test: &str) -> String {
+    format!("cli{}-{test}", std::process::id())
+}
+
+fn lines_of(r: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// A long-running `stampede` process, killed when dropped whatever happened.
+struct Running {
+    child: Child,
+    out: Receiver<String>,
+    err: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(args: &[&str]) -> Running {
+        let mut child = stampede()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = lines_of(child.stdout.take().unwrap());
+        let err = lines_of(child.stderr.take().unwrap());
+        Running {
+            child,
+            out,
+            err,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads stdout up to the `ready` line; returns the value of the `id` line.
+    fn ready(&mut self) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.out.recv_timeout(left) {
+                Ok(l) if l == "ready" => break,
+                Ok(l) => self.seen.push(l),
+                Err(e) => panic!(
+                    "no ready line ({e:?}); stdout {:?}, stderr {:?}",
+                    self.seen,
+                    self.err.try_iter().collect::<Vec<_>>()
+                ),
+            }
+        }
+        let id = self.seen.iter().find_map(|l| l.strip_prefix("id "));
+        id.expect("an id line").trim().to_owned()
+    }
+
+    /// Sends `signal` (by name, as `kill` takes it) and waits for the exit; returns the
+    /// status and stderr.
+    fn stop(&mut self, signal: &str) -> (ExitStatus, Vec<String>) {
+        let ok = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} failed");
+        let status = wait_bounded(&mut self.child);
+        (status, self.err.iter().collect())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_bounded(child: &mut Child) -> ExitStatus {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("stampede still running after {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The outcome of a one-shot command.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    fn json(&self) -> Value {
+        assert_eq!(self.code, Some(0), "failed: {}", self.stderr);
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+}
+
+fn run(args: &[&str]) -> Outcome {
+    let mut child = stampede()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    let status = wait_bounded(&mut child);
+    let text = |rx: Receiver<String>| rx.iter().map(|l| l + "\n").collect::<String>();
+    Outcome {
+        code: status.code(),
+        stdout: text(out),
+        stderr: text(err),
+    }
+}
+
+/// Polls `f` until it holds, within [`LIMIT`].
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + LIMIT;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn every_command_has_help() {
+    let top = run(&["--help"]);
+    assert_eq!(top.code, Some(0));
+    for sub in ["router", "space", "names", "spaces", "watermark"] {
+        assert!(
+            top.stdout.contains(sub),
+            "{sub} missing from {}",
+            top.stdout
+        );
+        let h = run(&[sub, "--help"]);
+        assert_eq!(h.code, Some(0), "{sub} --help: {}", h.stderr);
+        assert!(
+            h.stdout.contains(&format!("Usage: stampede {sub}")),
+            "{}",
+            h.stdout
+        );
+        for common in [
+            "--app",
+            "--connect",
+            "--listen",
+            "--timeout",
+            "--tls-root-ca",
+            "--user",
+        ] {
+            assert!(h.stdout.contains(common), "{sub} lacks {common}");
+        }
+    }
+    let v = run(&["--version"]);
+    assert_eq!(v.code, Some(0));
+    assert!(v.stdout.starts_with("stampede "));
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        &["names", "--app", "a", "--bogus"][..],
+        &["frobnicate"],
+        &["names"],
+        &["names", "--app", "a", "--connect", "127.0.0.1:7447"],
+        &["names", "--app", "a", "--timeout", "soon"],
+        &["names", "--app", "a", "--mode", "router"],
+        &["space", "--app", "a", "--channel", "frames:0"],
+        &["spaces", "--app", "a", "--tls-root-ca", "/no/such/ca.pem"],
+        &["spaces", "--app", "a", "--user", "alice"],
+        &["router", "--app", "a", "--mode", "peer"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.code, Some(2), "{args:?}: {}", o.stderr);
+        assert!(o.stderr.starts_with("error:"), "{args:?}: {}", o.stderr);
+    }
+    // An application name that cannot be used is a usage error too, found on joining.
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let o = run(&["names", "--app", "a/b", "-e", &ep, "--timeout", "1s"]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("invalid name"), "{}", o.stderr);
+}
+
+#[test]
+fn an_unreachable_router_is_a_clear_runtime_error() {
+    // Nothing listens on a port just freed.
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("unreachable");
+    for args in [
+        &[
+            "names",
+            "--app",
+            &app,
+            "--connect",
+            &ep,
+            "--timeout",
+            "500ms",
+        ][..],
+        &[
+            "watermark",
+            "--app",
+            &app,
+            "--connect",
+            &ep,
+            "--timeout",
+            "500ms",
+        ],
+        &[
+            "space",
+            "--app",
+            &app,
+            "--connect",
+            &ep,
+            "--timeout",
+            "500ms",
+            "--channel",
+            "c",
+        ],
+    ] {
+        let o = run(args);
+        assert_eq!(o.code, Some(1), "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
+        assert!(
+            o.stderr.starts_with("error: could not join"),
+            "{}",
+            o.stderr
+        );
+        assert!(o.stderr.contains(&ep), "{}", o.stderr);
+        assert!(!o.stderr.contains(".rs:"), "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "{}", o.stdout);
+    }
+}
+
+#[test]
+fn router_and_owner_started_and_inspected_by_the_cli() {
+    let app = app("cluster");
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let mut router = Running::start(&["router", "--app", &app, "--listen", &ep]);
+    let router_id = router.ready();
+    assert!(
+        router.seen.contains(&format!("listen   {ep}")),
+        "{:?}",
+        router.seen
+    );
+    let mut owner = Running::start(&["space", "--app", &app, "-e", &ep, "--channel", "frames:4"]);
+    let owner_id = owner.ready();
+    assert_ne!(router_id, owner_id);
+    let conn = ["--app", &app, "--connect", &ep];
+    let with = |cmd: &str, extra: &[&str]| {
+        let mut v = vec![cmd];
+        v.extend(conn);
+        v.extend(extra);
+        run(&v)
+    };
+
+    let names = with("names", &["--json"]).json();
+    let frames: Vec<_> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["name"] == "frames")
+        .collect();
+    assert_eq!(frames.len(), 1, "{names}");
+    assert_eq!(frames[0]["kind"], "channel");
+    assert_eq!(frames[0]["owner"], owner_id.as_str());
+    assert_eq!(frames[0]["capacity"], 4);
+    assert_eq!(frames[0]["zone"], 0);
+    let table = with("names", &[]);
+    assert_eq!(table.code, Some(0), "{}", table.stderr);
+    assert!(table.stdout.starts_with("NAME"), "{}", table.stdout);
+    assert!(table.stdout.contains("frames"), "{}", table.stdout);
+
+    // Both spaces, and not the one the command itself joined as.
+    let both: BTreeSet<String> = [router_id.clone(), owner_id.clone()].into();
+    let spaces = with("spaces", &[]);
+    assert_eq!(spaces.code, Some(0), "{}", spaces.stderr);
+    for id in &both {
+        assert!(spaces.stdout.contains(id.as_str()), "{}", spaces.stdout);
+    }
+    let ids: BTreeSet<String> = with("spaces", &["--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, both);
+
+    let wm = with("watermark", &["--json"]).json();
+    assert_eq!(wm["zone"], 0);
+    assert_eq!(
+        wm["watermark"],
+        Value::Null,
+        "nothing holds zone 0 yet: {wm}"
+    );
+    let entries = wm["spaces"].as_array().unwrap();
+    let ids: BTreeSet<String> = entries
+        .iter()
+        .map(|s| s["space"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, both, "{wm}");
+    for e in entries {
+        assert_eq!(e["reachable"], true, "{wm}");
+        assert!(
+            e["explanation"].as_str().unwrap().contains("zone 0"),
+            "{wm}"
+        );
+    }
+
+    // An application's task at virtual time 41 holds the watermark, and is named for it.
+    let app_space = Space::join(&app, Config::peer().connect(ep.clone())).unwrap();
+    let task = app_space.task(41).unwrap();
+    let wm = with("watermark", &["--json"]).json();
+    assert_eq!(wm["watermark"], 41, "{wm}");
+    assert_eq!(wm["held_by"], serde_json::json!([app_space.id()]), "{wm}");
+    assert_eq!(wm["spaces"].as_array().unwrap().len(), 3, "{wm}");
+    let text = with("watermark", &["--zone", "0"]);
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    let first = text.stdout.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("zone 0: watermark 41, held by {}", app_space.id())
+    );
+    drop(task);
+    app_space.leave();
+
+    // SIGTERM: the owner leaves cleanly, and its name goes with it.
+    let (status, stderr) = owner.stop("TERM");
+    assert!(status.success(), "{status:?}: {stderr:?}");
+    assert!(stderr.iter().any(|l| l.starts_with("left")), "{stderr:?}");
+    assert!(eventually(
+        || with("names", &["--json"]).json() == Value::Array(vec![])
+    ));
+
+    let (status, stderr) = router.stop("INT");
+    assert!(status.success(), "{status:?}: {stderr:?}");
+}
