@@ -101,6 +101,32 @@ fn child_entry() {
             println!("OPEN {ts}");
             std::thread::sleep(Duration::from_secs(600));
         }
+        // Puts jobs FROM..FROM+N into the queue "jobs".
+        "qproducer" => {
+            let from: i64 = env("FROM").parse().unwrap();
+            let n: i64 = env("N").parse().unwrap();
+            let q = space.lookup_queue("jobs", T).unwrap();
+            let t = space.task(from).unwrap();
+            let out = t.attach_output(&q).unwrap();
+            for ts in from..from + n {
+                out.put(ts, format!("job {ts}")).unwrap();
+                t.set_virtual_time(ts + 1).unwrap();
+            }
+            println!("DONE");
+        }
+        // Takes jobs from "jobs" until the queue has been empty for a second.
+        "qconsumer" => {
+            let q = space.lookup_queue("jobs", T).unwrap();
+            let t = space.task(INFINITY).unwrap();
+            let input = t.attach_input(&q).unwrap();
+            println!("READY");
+            while let Ok(job) = input.get_timeout(Duration::from_secs(1)) {
+                assert_eq!(job.item.as_str().unwrap(), format!("job {}", job.ts));
+                input.consume(job.ticket).unwrap();
+                println!("JOB {}", job.ts);
+            }
+            println!("DONE");
+        }
         // Owns "live"; once a reader is attached, puts `N` items and says DONE.
         "source" => {
             let n: i64 = env("N").parse().unwrap();
@@ -313,6 +339,54 @@ fn owners_push_new_items_to_readers() {
     let stats = space.stats();
     eprintln!("{stats:?}");
     assert_eq!(stats.cache_hits, 20, "every get found its item pushed");
+}
+
+#[test]
+fn queue_jobs_spread_over_several_processes() {
+    // Two producers and two consumers, each its own process, share one queue: every job is
+    // taken exactly once, and all are reclaimed.
+    let (space, ep, app) = router("jobs");
+    let jobs = space
+        .queue(ContainerOptions::bounded(8).name("jobs"))
+        .unwrap();
+    let _observer = space.task(INFINITY).unwrap();
+    let mut consumers: Vec<Proc> = (0..2).map(|_| spawn("qconsumer", &ep, &app, &[])).collect();
+    for c in &mut consumers {
+        c.expect("READY", T);
+    }
+    let n = 100;
+    let mut producers: Vec<Proc> = [0, 1000]
+        .iter()
+        .map(|from| {
+            spawn(
+                "qproducer",
+                &ep,
+                &app,
+                &[("FROM", from.to_string()), ("N", n.to_string())],
+            )
+        })
+        .collect();
+    for p in &mut producers {
+        p.finish(T);
+    }
+    let mut taken = Vec::new();
+    for c in &mut consumers {
+        let lines = c.finish(T);
+        let mine: Vec<i64> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("JOB ").map(|t| t.parse().unwrap()))
+            .collect();
+        eprintln!("a consumer took {} jobs", mine.len());
+        taken.extend(mine);
+    }
+    taken.sort_unstable();
+    let want: Vec<i64> = (0..n).chain(1000..1000 + n).collect();
+    assert_eq!(taken, want, "every job exactly once");
+    let q = jobs.as_local().unwrap().clone();
+    assert!(eventually(T, || {
+        space.runtime().collect();
+        q.is_empty()
+    }));
 }
 
 #[test]
