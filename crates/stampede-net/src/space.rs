@@ -164,6 +164,14 @@ impl Shared {
         if space == self.id || self.is_dead(space) {
             return;
         }
+        if space.is_empty() || space.contains(['/', '*', '$']) {
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                space,
+                "watermark marks under a key that names no address space"
+            );
+            return;
+        }
         for &(z, m) in marks {
             let m = (m != INFINITY).then_some(m);
             self.rt.set_remote_term(ZoneId(z), space, m);
@@ -492,8 +500,9 @@ impl Space {
             .callback(move |q| {
                 let Some(sh) = weak.upgrade() else { return };
                 let marks: Vec<_> = lock(&sh.marks).iter().map(|(&z, &m)| (z, m)).collect();
+                // On this space's own key: the asker takes the space's id from it.
                 let _ = q
-                    .reply(q.key_expr().clone(), wire::encode_marks(&marks))
+                    .reply(sh.key("marks", &sh.id), wire::encode_marks(&marks))
                     .wait();
             })
             .wait()

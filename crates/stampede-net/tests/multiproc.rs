@@ -738,3 +738,33 @@ fn a_name_never_has_two_owners() {
     }
     eprintln!("{won} of 20 contested names registered (both refused otherwise)");
 }
+
+#[test]
+fn a_late_joiner_collects() {
+    // A space that joins after others have reported marks learns them under their ids,
+    // so its own garbage collection goes on.
+    let (router, ep, app) = router("late");
+    let _busy = router.task(INFINITY).unwrap();
+    let first = Space::join(&app, peer_of(&ep)).unwrap();
+    // Its mark (5) is what the late space asks for when it joins.
+    let slow = first.task(5).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let late = Space::join(&app, peer_of(&ep)).unwrap();
+    let ch = late.channel(ContainerOptions::unbounded()).unwrap();
+    let t = late.task(0).unwrap();
+    let out = t.attach_output(&ch).unwrap();
+    for ts in 0..10 {
+        out.put(ts, "x").unwrap();
+    }
+    t.set_virtual_time(INFINITY).unwrap();
+    slow.set_virtual_time(INFINITY).unwrap();
+    let local = ch.as_local().unwrap().clone();
+    assert!(
+        eventually(T, || {
+            late.runtime().collect();
+            local.is_empty()
+        }),
+        "{}",
+        late.runtime().explain(Default::default())
+    );
+}
