@@ -2,9 +2,11 @@
 //! [`SUBCOMMAND`], and the two sides synchronise over the child's stdin and stdout, one line
 //! per message:
 //!
-//! * child → parent: `READY <endpoint>` once it listens; `LINKED` (Zenoh only) once its
-//!   publisher matches the parent's subscriber, so nothing is published into the void;
-//!   `SENT <n>` (producers) once it has sent everything.
+//! * child → parent: `READY <endpoint>` once it listens; `LINKED` (Zenoh and Stampede) once
+//!   its publisher matches the parent's subscriber, or its connections to the parent's
+//!   containers are attached, so nothing is sent into the void; `SENT <n>` (producers) once
+//!   it has sent everything; `RESIDENT <n>` (Stampede echo) the most items its channel held
+//!   at once; `CONSUMED <ts>:<ns> ...` (Stampede consumer) when it consumed each item.
 //! * parent → child: `DONE` once the parent has everything it needs. Only then does the child
 //!   close its end and exit: a Zenoh put returns when the message is queued, not delivered,
 //!   so a producer that exited right after its last put could lose the tail. End of input
@@ -18,10 +20,11 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{tcp, unix, zenoh_pubsub, BenchError};
+use crate::{stm, tcp, unix, zenoh_pubsub, BenchError};
 
 /// The hidden subcommand under which the binary runs the child side.
 pub const SUBCOMMAND: &str = "child";
@@ -36,6 +39,16 @@ const DONE_TIMEOUT: Duration = Duration::from_secs(60);
 const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 const DEFAULT_KEY_PREFIX: &str = "stampede-net-bench";
+const DEFAULT_APP: &str = "stampede-net-bench";
+
+static EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs children from `path` instead of the current executable: a test harness is not the
+/// benchmark binary, so tests point this at it (`CARGO_BIN_EXE_stampede-net-bench`). The
+/// first call wins; returns whether this one did.
+pub fn use_executable(path: impl Into<PathBuf>) -> bool {
+    EXECUTABLE.set(path.into()).is_ok()
+}
 
 /// What the child process does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -50,6 +63,12 @@ pub enum Role {
     TcpProducer,
     /// Publishes fixed-size messages on `<prefix>/data` for a while.
     ZenohProducer,
+    /// Gets each item of its own Stampede channel and puts it into the parent's.
+    StampedeEcho,
+    /// Puts fixed-size items into the parent's Stampede channel for a while.
+    StampedeProducer,
+    /// Gets and consumes the items of the parent's Stampede channel, noting when.
+    StampedeConsumer,
 }
 
 /// The child's command line after [`SUBCOMMAND`].
@@ -61,7 +80,7 @@ pub struct ChildArgs {
     /// Message size in bytes, the same on both sides.
     #[arg(long)]
     pub size: usize,
-    /// Messages to echo (echo roles).
+    /// Messages to echo (echo roles) or consume (consumer roles).
     #[arg(long, default_value_t = 0)]
     pub count: usize,
     /// How long to send (producer roles), in seconds.
@@ -73,6 +92,9 @@ pub struct ChildArgs {
     /// Prefix of the Zenoh key expressions.
     #[arg(long, default_value = DEFAULT_KEY_PREFIX)]
     pub key_prefix: String,
+    /// The Stampede application both processes join.
+    #[arg(long, default_value = DEFAULT_APP)]
+    pub app: String,
 }
 
 impl ChildArgs {
@@ -85,6 +107,7 @@ impl ChildArgs {
             seconds: 0.0,
             socket: None,
             key_prefix: DEFAULT_KEY_PREFIX.into(),
+            app: DEFAULT_APP.into(),
         }
     }
 
@@ -104,6 +127,8 @@ impl ChildArgs {
             self.seconds.to_string().into(),
             "--key-prefix".into(),
             self.key_prefix.clone().into(),
+            "--app".into(),
+            self.app.clone().into(),
         ];
         if let Some(socket) = &self.socket {
             args.push("--socket".into());
@@ -128,6 +153,9 @@ pub fn serve(args: &ChildArgs) -> Result<(), BenchError> {
         Role::ZenohEcho => zenoh_pubsub::serve_echo(&args.key_prefix, args.size, args.count),
         Role::TcpProducer => tcp::serve_producer(args.size, duration),
         Role::ZenohProducer => zenoh_pubsub::serve_producer(&args.key_prefix, args.size, duration),
+        Role::StampedeEcho => stm::serve_echo(&args.app, args.size, args.count),
+        Role::StampedeProducer => stm::serve_producer(&args.app, args.size, duration),
+        Role::StampedeConsumer => stm::serve_consumer(&args.app, args.size, args.count),
     }
 }
 
@@ -174,7 +202,10 @@ pub struct ChildProcess {
 impl ChildProcess {
     /// Starts this executable as a child with `args`.
     pub fn spawn(args: &ChildArgs) -> Result<Self, BenchError> {
-        let exe = std::env::current_exe().map_err(BenchError::io("locating this executable"))?;
+        let exe = match EXECUTABLE.get() {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().map_err(BenchError::io("locating this executable"))?,
+        };
         let mut process = Command::new(exe)
             .args(args.to_args())
             .stdin(Stdio::piped())

@@ -1,5 +1,5 @@
-//! `stampede-net-bench`: cross-process baselines (raw TCP, Unix socket, Zenoh pub/sub) for
-//! Stampede's networked transport.
+//! `stampede-net-bench`: Stampede across processes against raw TCP, a Unix socket and Zenoh
+//! pub/sub, measured in the same run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use stampede_net_bench::child::{self, ChildArgs};
-use stampede_net_bench::{default_out, render_table, run, write_json, Plan, BASELINES};
+use stampede_net_bench::{default_out, records, render_table, run, write_json, Plan, BASELINES};
 
-/// Measures one-way ping-pong latency and bandwidth between two processes on this host over
-/// raw TCP, a Unix socket and Zenoh, and writes medians to bench-results/net-baselines.json.
+/// Measures one-way ping-pong latency and bandwidth between two processes on this host with
+/// Stampede (two address spaces over Zenoh) and over raw TCP, a Unix socket and Zenoh pub/sub,
+/// and Stampede's consume→reclaim lag across processes; writes medians to
+/// bench-results/net.json.
 #[derive(Debug, Parser)]
 #[command(
     name = "stampede-net-bench",
@@ -18,7 +20,7 @@ use stampede_net_bench::{default_out, render_table, run, write_json, Plan, BASEL
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
-    /// A short smoke run (1 repeat, few round trips, 0.5 s bandwidth runs).
+    /// A short smoke run (1 repeat, few round trips and items, 0.5 s bandwidth runs).
     #[arg(long)]
     quick: bool,
     /// Repeats of every measurement (medians over repeats are reported) [default: 3].
@@ -27,7 +29,7 @@ struct Cli {
     /// How long the producer sends in a bandwidth run, in seconds [default: 2].
     #[arg(long)]
     seconds: Option<f64>,
-    /// Where to write the JSON results [default: <workspace>/bench-results/net-baselines.json].
+    /// Where to write the JSON results [default: <workspace>/bench-results/net.json].
     #[arg(long)]
     out: Option<PathBuf>,
     #[command(subcommand)]
@@ -73,8 +75,8 @@ fn main() -> ExitCode {
     let out = cli.out.unwrap_or_else(default_out);
 
     let started = Instant::now();
-    let records = match run(&plan, &BASELINES, |line| eprintln!("{line}")) {
-        Ok(records) => records,
+    let series = match run(&plan, &BASELINES, |line| eprintln!("{line}")) {
+        Ok(series) => series,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
@@ -83,8 +85,8 @@ fn main() -> ExitCode {
     eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
 
     println!();
-    print!("{}", render_table(&records));
-    match write_json(&out, &records) {
+    print!("{}", render_table(&series));
+    match write_json(&out, &records(&series)) {
         Ok(()) => {
             println!("results written to {}", out.display());
             ExitCode::SUCCESS

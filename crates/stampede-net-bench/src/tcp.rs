@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::child::{self, ChildArgs, ChildProcess, Role, IO_TIMEOUT, STARTUP_TIMEOUT};
 use crate::stats::Throughput;
-use crate::{stream, warmup_for, BenchError};
+use crate::{stream, warmup_for, BenchError, RoundTrips};
 
 /// Ping-pong of `size`-byte messages with a child process; returns the one-way latency in µs
 /// of each of `round_trips` round trips (after a warm-up).
-pub fn pingpong(size: usize, round_trips: usize) -> Result<Vec<f64>, BenchError> {
+pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchError> {
     let warmup = warmup_for(round_trips);
     let mut child = ChildProcess::spawn(&ChildArgs {
         count: warmup + round_trips,
@@ -21,7 +21,7 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<Vec<f64>, BenchError>
     let samples = stream::ping(&mut conn, size, warmup, round_trips)?;
     drop(conn);
     child.finish()?;
-    Ok(samples)
+    Ok(samples.into())
 }
 
 /// A child process sends `size`-byte messages for `duration`; measures them arriving here.

@@ -14,12 +14,12 @@ use zenoh::{Session, Wait};
 use crate::child::{self, ChildArgs, ChildProcess, Role, IO_TIMEOUT, STARTUP_TIMEOUT};
 use crate::stats::Throughput;
 use crate::tcp::parse_count;
-use crate::{stream, warmup_for, zenoh_config, BenchError};
+use crate::{stream, warmup_for, zenoh_config, BenchError, RoundTrips};
 
 /// Ping-pong of `size`-byte messages with a child process (`<prefix>/ping` out,
 /// `<prefix>/pong` back); returns the one-way latency in µs of each of `round_trips` round
 /// trips (after a warm-up).
-pub fn pingpong(size: usize, round_trips: usize) -> Result<Vec<f64>, BenchError> {
+pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchError> {
     let warmup = warmup_for(round_trips);
     let prefix = key_prefix();
     let mut child = ChildProcess::spawn(&ChildArgs {
@@ -59,7 +59,7 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<Vec<f64>, BenchError>
     }
     child.finish()?;
     close(&session)?;
-    Ok(samples)
+    Ok(samples.into())
 }
 
 /// A child process publishes `size`-byte messages on `<prefix>/data` for `duration`; measures
