@@ -29,6 +29,11 @@ python: setup $(PY_STAMP)
 demo: python
 	$(PY) -m stampede.demo
 
+# The same pipeline in three address spaces (processes) on this host.
+.PHONY: demo-distributed
+demo-distributed: python
+	$(PY) -m stampede.demo --distributed
+
 test: setup lint test-rust test-loom test-python
 
 test-rust:
@@ -57,6 +62,7 @@ lint: setup lint-python
 
 bench: python
 	$(CARGO) run --release -p stampede-bench -- --out bench-results/core.json
+	$(CARGO) run --release -p stampede-net-bench -- --out bench-results/net.json
 	$(PY) bench/python_bench.py --out bench-results/python.json
 
 clean:

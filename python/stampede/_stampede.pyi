@@ -1,5 +1,6 @@
 # Type stubs for the compiled module. `make lint-python` checks them with mypy --strict
 # (stubtest compares them with the built module).
+import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Final, TypeVar, final, overload
@@ -138,10 +139,12 @@ class QueueStats:
 
 @final
 class Channel:
-    """Timestamp-indexed items, at most one per timestamp."""
+    """Timestamp-indexed items, at most one per timestamp (here or in another address space)."""
 
     @property
     def name(self) -> str | None: ...
+    @property
+    def owner(self) -> str | None: ...
     @property
     def capacity(self) -> int | None: ...
     @property
@@ -159,10 +162,12 @@ class Channel:
 
 @final
 class Queue:
-    """FIFO items, each delivered to exactly one getter."""
+    """FIFO items, each delivered to exactly one getter (here or in another address space)."""
 
     @property
     def name(self) -> str | None: ...
+    @property
+    def owner(self) -> str | None: ...
     @property
     def capacity(self) -> int | None: ...
     @property
@@ -177,10 +182,12 @@ class Queue:
 
 @final
 class Register:
-    """A single overwritable value."""
+    """A single overwritable value (here or in another address space)."""
 
     @property
     def name(self) -> str | None: ...
+    @property
+    def owner(self) -> str | None: ...
     @property
     def zone(self) -> int: ...
     def peek(self) -> tuple[int, Any] | None: ...
@@ -419,6 +426,129 @@ class Opaque:
 
     tag: int
     data: bytes
+
+@final
+class Tls:
+    """TLS settings for joining: endpoints then use ``tls/`` locators."""
+
+    def __new__(
+        cls,
+        *,
+        root_ca: str | os.PathLike[str] | None = None,
+        certificate: str | os.PathLike[str] | None = None,
+        private_key: str | os.PathLike[str] | None = None,
+        verify_name: bool = True,
+    ) -> Tls: ...
+    @property
+    def root_ca(self) -> str | None: ...
+    @property
+    def certificate(self) -> str | None: ...
+    @property
+    def private_key(self) -> str | None: ...
+    @property
+    def verify_name(self) -> bool: ...
+
+@final
+class NameRecord:
+    """A name registered in an application's name server."""
+
+    name: str
+    space: str
+    kind: str
+    container: int
+    zone: int
+    capacity: int | None
+    meta: str
+
+@final
+class SpaceStats:
+    """Counters of an address space's network activity."""
+
+    served: int
+    malformed: int
+    refused: int
+    unreachable: int
+    cache_hits: int
+    spaces_lost: int
+    pushed: int
+    push_skipped: int
+    push_received: int
+
+@final
+class SpaceWatermark:
+    """One address space's answer to ``Space.explain_cluster``."""
+
+    space: str
+    local: int | None
+    floor: int | None
+    watermark: int | None
+    text: str
+    error: str | None
+
+@final
+class Space:
+    """An address space: this process's runtime joined to a distributed application."""
+
+    @staticmethod
+    def join(
+        app: str,
+        *,
+        mode: str = "peer",
+        listen: Sequence[str] = ...,
+        connect: Sequence[str] = ...,
+        tls: Tls | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        credentials_file: str | os.PathLike[str] | None = None,
+        lease: float | None = None,
+        op_timeout: float | None = None,
+        wait_slice: float | None = None,
+        connect_timeout: float | None = None,
+        multicast_scouting: bool = False,
+        shm_pool: int | None = None,
+    ) -> Space: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def app(self) -> str: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def left(self) -> bool: ...
+    def channel(
+        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
+    ) -> Channel: ...
+    def queue(
+        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
+    ) -> Queue: ...
+    def register(self, name: str | None = None, *, zone: int = 0) -> Register: ...
+    def lookup_channel(self, name: str, timeout: float | None = None) -> Channel: ...
+    def lookup_queue(self, name: str, timeout: float | None = None) -> Queue: ...
+    def lookup_register(self, name: str, timeout: float | None = None) -> Register: ...
+    def lookup(self, name: str) -> NameRecord | None: ...
+    def names(self) -> list[NameRecord]: ...
+    def spaces(self) -> list[str]: ...
+    def task(self, vt: int = 0, *, name: str | None = None, zone: int = 0) -> Task: ...
+    def spawn(
+        self,
+        target: Callable[..., _R],
+        *args: Any,
+        vt: int = 0,
+        name: str | None = None,
+        zone: int = 0,
+        daemon: bool = False,
+    ) -> TaskThread[_R]: ...
+    def join_all(self, timeout: float | None = None) -> None: ...
+    def explain_cluster(self, zone: int = 0) -> list[SpaceWatermark]: ...
+    def stats(self) -> SpaceStats: ...
+    def leave(self) -> None: ...
+    def __enter__(self) -> Space: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 @final
 class _ItemView:

@@ -1,7 +1,7 @@
 """Exceptions: one class per error kind, all under :class:`StampedeError`.
 
-The compiled module raises these; the mapping from the core's error kinds lives in one
-place (``crates/stampede-py/src/errors.rs``).
+The compiled module raises these; the mapping from the core's error kinds and from those of
+distributed applications lives in one place (``crates/stampede-py/src/errors.rs``).
 """
 
 from __future__ import annotations
@@ -125,6 +125,61 @@ class MarshalError(StampedeError, TypeError):
     """A value could not be turned into an item, or an item back into a value."""
 
 
+class UnreachableError(StampedeError):
+    """The address space that owns the container left, died or did not answer in time.
+
+    A put's value is handed back in ``item``; whether the owner stored it is unknown.
+    """
+
+    def __init__(self, message: str, item: Any = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class NotLocal(StampedeError):
+    """A feature only the owner of a container has (its length, counters, callbacks,
+    arrival streams, correlation) asked of another address space's container."""
+
+
+class ConfigError(StampedeError, ValueError):
+    """An invalid setting for joining an application; the message names it."""
+
+
+class ConnectError(StampedeError):
+    """Joining failed: no router or peer reachable, or a bad endpoint."""
+
+
+class AuthRejected(StampedeError):
+    """A router or peer refused this address space's credentials or certificate."""
+
+
+class NotFound(StampedeError, LookupError):
+    """No container or service called ``name`` appeared before the lookup's timeout."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class WrongKind(StampedeError, TypeError):
+    """The name belongs to another kind of container (``kind``: ``"channel"``,
+    ``"queue"``, ``"register"`` or ``"service"``)."""
+
+    def __init__(self, message: str, name: str, kind: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.kind = kind
+
+
+class InvalidName(InvalidArgument):
+    """A name that cannot be registered: empty, with empty parts, or containing
+    ``*``, ``$``, ``?`` or ``#`` (an application name also ``/``)."""
+
+
+class ProtocolError(StampedeError):
+    """A message from another address space could not be decoded."""
+
+
 __all__ = [
     "StampedeError",
     "PutFailed",
@@ -146,4 +201,13 @@ __all__ = [
     "TooManyConnections",
     "InvalidArgument",
     "MarshalError",
+    "UnreachableError",
+    "NotLocal",
+    "ConfigError",
+    "ConnectError",
+    "AuthRejected",
+    "NotFound",
+    "WrongKind",
+    "InvalidName",
+    "ProtocolError",
 ]

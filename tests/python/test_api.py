@@ -75,6 +75,8 @@ def test_constants() -> None:
     "cls",
     [
         sp.Runtime,
+        sp.Space,
+        sp.Tls,
         sp.Task,
         sp.Channel,
         sp.Queue,

@@ -1,10 +1,12 @@
-//! The one place where the core's error kinds become Python exceptions (`stampede.errors`).
+//! The one place where error kinds become Python exceptions (`stampede.errors`): the core's,
+//! and those of joining and naming in a distributed application (`NetError`).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use pyo3::PyErrArguments;
 use stampede_core::{GetError, MarshalError, PutError, PutErrorKind, StmError};
+use stampede_net::NetError;
 
 macro_rules! exception_types {
     ($($name:ident),* $(,)?) => {
@@ -25,6 +27,7 @@ macro_rules! exception_types {
 }
 
 exception_types!(
+    StampedeError,
     Full,
     DuplicateTimestamp,
     InvalidTimestamp,
@@ -42,6 +45,15 @@ exception_types!(
     TooManyConnections,
     InvalidArgument,
     MarshalError,
+    UnreachableError,
+    NotLocal,
+    ConfigError,
+    ConnectError,
+    AuthRejected,
+    NotFound,
+    WrongKind,
+    InvalidName,
+    ProtocolError,
 );
 
 /// An exception of class `e` built from `args`.
@@ -92,7 +104,8 @@ pub(crate) fn put_error(py: Python<'_>, e: PutError, value: &Bound<'_, PyAny>) -
         }
         PutErrorKind::Closed => raise(py, Exc::Closed, (msg, item)),
         PutErrorKind::Detached => raise(py, Exc::Detached, (msg, item)),
-        _ => raise(py, Exc::Detached, (msg, item)),
+        PutErrorKind::Unreachable => raise(py, Exc::UnreachableError, (msg, item)),
+        _ => raise(py, Exc::StampedeError, (msg,)),
     }
 }
 
@@ -104,7 +117,9 @@ pub(crate) fn get_error(py: Python<'_>, e: GetError) -> PyErr {
         GetError::Timeout(n) => raise(py, Exc::Timeout, (msg, n.below, n.above)),
         GetError::Gone(ts) => raise(py, Exc::Gone, (msg, ts)),
         GetError::Closed => raise(py, Exc::Closed, (msg,)),
-        _ => raise(py, Exc::Detached, (msg,)),
+        GetError::Detached => raise(py, Exc::Detached, (msg,)),
+        GetError::Unreachable => raise(py, Exc::UnreachableError, (msg,)),
+        _ => raise(py, Exc::StampedeError, (msg,)),
     }
 }
 
@@ -122,8 +137,38 @@ pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
         StmError::Closed => raise(py, Exc::Closed, (msg,)),
         StmError::NameTaken(_) => raise(py, Exc::NameTaken, (msg,)),
         StmError::TooManyConnections(_) => raise(py, Exc::TooManyConnections, (msg,)),
+        StmError::Unreachable(_) => raise(py, Exc::UnreachableError, (msg,)),
         _ => raise(py, Exc::InvalidArgument, (msg,)),
     }
+}
+
+/// A failure of joining, naming or reaching another address space.
+pub(crate) fn net_error(py: Python<'_>, e: NetError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        NetError::Config(_) => raise(py, Exc::ConfigError, (msg,)),
+        NetError::Connect(_) => raise(py, Exc::ConnectError, (msg,)),
+        NetError::AuthRejected(_) => raise(py, Exc::AuthRejected, (msg,)),
+        NetError::NotFound(name) => raise(py, Exc::NotFound, (msg, name)),
+        NetError::WrongKind { name, is } => raise(py, Exc::WrongKind, (msg, name, is.to_string())),
+        NetError::InvalidName(_) => raise(py, Exc::InvalidName, (msg,)),
+        NetError::Unreachable(_) => raise(py, Exc::UnreachableError, (msg,)),
+        NetError::Protocol(_) => raise(py, Exc::ProtocolError, (msg,)),
+        NetError::Stm(e) => stm_error(py, e),
+        _ => raise(py, Exc::StampedeError, (msg,)),
+    }
+}
+
+/// A local-only feature asked of a container (or connection) owned by another address space.
+pub(crate) fn not_local(py: Python<'_>, what: &str, owner: Option<&str>) -> PyErr {
+    let owner = owner.unwrap_or("another address space");
+    raise(
+        py,
+        Exc::NotLocal,
+        (format!(
+            "{what} needs a container of this address space; this one lives in {owner}"
+        ),),
+    )
 }
 
 /// A put on a detached connection, handing the value back.

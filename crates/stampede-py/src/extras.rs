@@ -231,7 +231,8 @@ impl Correlated {
 /// The correlator takes over its input connections. Sets come in increasing timestamp
 /// order; ``within=None`` matches equal timestamps, ``within=d`` the nearest item within
 /// ``d`` of the first input's. A first-input item that can no longer be matched is skipped
-/// and counted in ``skipped``.
+/// and counted in ``skipped``. The inputs must be connections to channels of this address
+/// space (``NotLocal`` otherwise).
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Correlator {
     inner: Arc<Mutex<Option<core::Correlator>>>,
@@ -278,9 +279,13 @@ impl Correlator {
             Some(d) if d >= 0 => core::Match::Within(d),
             Some(d) => return Err(errors::invalid(py, format!("within={d} must be >= 0"))),
         };
+        // Correlation reads the channels' items directly: every input must be local.
+        for i in &inputs {
+            i.get().check_local(py)?;
+        }
         let mut conns = Vec::with_capacity(inputs.len());
         for i in &inputs {
-            conns.push(i.get().conn.take(py)?);
+            conns.push(i.get().take_local(py)?);
         }
         Ok(Correlator {
             inner: Arc::new(Mutex::new(Some(core::Correlator::new(conns, mode)))),

@@ -1,8 +1,9 @@
 //! The compiled module of the `stampede` Python package (`stampede._stampede`).
 //!
-//! Everything here is a thin layer over `stampede-core`: Python values become items
-//! (`items`), core errors become the exceptions of `stampede.errors` (`errors`), and blocking
-//! calls release the GIL (`stm`).
+//! Everything here is a thin layer over `stampede-core` and `stampede-net`: Python values
+//! become items (`items`), errors become the exceptions of `stampede.errors` (`errors`),
+//! blocking calls release the GIL (`stm`), and address spaces join distributed applications
+//! (`space`).
 
 use std::sync::atomic::Ordering;
 
@@ -12,6 +13,7 @@ use pyo3::types::PyType;
 mod errors;
 mod extras;
 mod items;
+mod space;
 mod stm;
 
 /// Installs marshal hooks for instances of exactly ``cls``: ``marshal(obj) -> bytes`` runs at
@@ -44,6 +46,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INFINITY", stampede_core::INFINITY)?;
     stm::register_classes(m)?;
     extras::register_classes(m)?;
+    space::register_classes(m)?;
     m.add_class::<items::Opaque>()?;
     m.add_class::<items::ItemView>()?;
     m.add_function(wrap_pyfunction!(register_type, m)?)?;

@@ -1,17 +1,26 @@
 //! Runtime, tasks, containers and connections.
 //!
+//! # Local and remote containers
+//! Tasks and containers are stampede-net's, so one Python class serves a container of this
+//! address space and one owned by another (found through a `Space`). A connection keeps the
+//! core's connection for a local container, as stampede-net itself does, because the
+//! correlator takes it by value; for a remote one it keeps stampede-net's. Features only the
+//! core has (lengths, counters, callbacks, arrival streams, correlation) work on local
+//! containers and raise `NotLocal` on remote ones.
+//!
 //! # The GIL and locks
 //! Calls that may block run with the GIL released; gets wait in slices of [`SLICE`] so that
 //! signals (Ctrl-C) are seen between slices. A blocked put waits in one piece, because it is
-//! a watermark term for as long as it waits. Calls that cannot block keep the GIL: the core never
-//! calls into Python while it holds one of its locks, and items drop their Python objects
-//! without the GIL (the decrement is deferred), so no core lock ever waits for the GIL.
-//! Handles that Python can invalidate (`detach`, `exit`) sit behind a mutex that is only
-//! held to clone or take an `Arc`, never across a blocking call.
+//! a watermark term for as long as it waits. Every operation on a remote container is a
+//! network round trip and runs without the GIL. Local calls that cannot block keep the GIL:
+//! the core never calls into Python while it holds one of its locks, and items drop their
+//! Python objects without the GIL (the decrement is deferred), so no core lock ever waits for
+//! the GIL. Handles that Python can invalidate (`detach`, `exit`) sit behind a mutex that is
+//! only held to clone or take an `Arc`, never across a blocking call.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -19,8 +28,9 @@ use pyo3::types::PyTuple;
 use stampede_core as core;
 use stampede_core::{
     Container, ContainerOptions, GetError, InputConnection, OutputConnection, PutOptions,
-    Timestamp, Wait, ZoneId,
+    Timestamp, Wait, ZoneId, INFINITY,
 };
+use stampede_net as net;
 
 use crate::errors::{self, Exc};
 use crate::items;
@@ -46,6 +56,16 @@ pub(crate) fn call_back(f: impl FnOnce(Python<'_>) -> PyResult<()>) {
             e.write_unraisable(py, None);
         }
     });
+}
+
+/// Drops `x` without the GIL: dropping a task or connection of a distributed application
+/// tells the owners of its containers, which is a network send.
+pub(crate) fn drop_detached<T: Send>(x: T) {
+    if FINALIZING.load(Ordering::Acquire) {
+        drop(x);
+        return;
+    }
+    Python::attach(|py| py.detach(|| drop(x)));
 }
 
 /// A timeout argument in seconds: `None` waits forever.
@@ -118,13 +138,13 @@ fn is_timeout(e: &GetError) -> bool {
     matches!(e, GetError::Timeout(_))
 }
 
-fn zone_id(py: Python<'_>, zone: i64) -> PyResult<ZoneId> {
+pub(crate) fn zone_id(py: Python<'_>, zone: i64) -> PyResult<ZoneId> {
     u32::try_from(zone)
         .map(ZoneId)
         .map_err(|_| errors::invalid(py, format!("zone {zone} is not in 0..2**32")))
 }
 
-fn options(
+pub(crate) fn options(
     py: Python<'_>,
     name: Option<String>,
     capacity: Option<i64>,
@@ -150,12 +170,77 @@ fn options(
 ///
 /// A background collector reclaims items below the watermark every ``gc_interval`` seconds
 /// (``None``: only on demand, through ``collect`` and full bounded containers).
+///
+/// ``Space.runtime`` is the runtime of an address space: its containers and tasks are this
+/// process's alone, and its collector runs until the space leaves.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Runtime {
     rt: core::Runtime,
-    threads: Mutex<Vec<Py<PyAny>>>,
+    threads: Threads,
     // A name is a reference: named containers live as long as the runtime.
     named: Mutex<Vec<core::Named>>,
+    // A space's runtime: its space stops the collector when it leaves.
+    of_space: bool,
+}
+
+impl Runtime {
+    /// The runtime of an address space.
+    pub(crate) fn of_space(rt: core::Runtime) -> Runtime {
+        Runtime {
+            rt,
+            threads: Threads::default(),
+            named: Mutex::new(Vec::new()),
+            of_space: true,
+        }
+    }
+}
+
+/// Threads started by `spawn`, for `join_all`.
+#[derive(Default)]
+pub(crate) struct Threads(Mutex<Vec<Py<PyAny>>>);
+
+impl Threads {
+    /// Starts ``target(task, *args)`` on a `stampede.TaskThread`.
+    pub(crate) fn spawn(
+        &self,
+        py: Python<'_>,
+        task: Task,
+        target: &Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        daemon: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let target = callable(target, "a task's target")?;
+        let task = Py::new(py, task)?;
+        let thread = py
+            .import("stampede._tasks")?
+            .getattr("TaskThread")?
+            .call1((task, target, args, daemon))?;
+        thread.call_method0("start")?;
+        let thread = thread.unbind();
+        let mut threads = lock(&self.0);
+        threads.retain(|t| {
+            t.bind(py)
+                .call_method0("is_alive")
+                .and_then(|a| a.is_truthy())
+                .unwrap_or(false)
+        });
+        threads.push(thread.clone_ref(py));
+        Ok(thread)
+    }
+
+    /// Joins every thread; raises the first exception one of them raised.
+    pub(crate) fn join_all(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let deadline = deadline(py, timeout)?;
+        let threads: Vec<Py<PyAny>> = std::mem::take(&mut *lock(&self.0));
+        let mut first_err = None;
+        for t in threads {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64());
+            if let Err(e) = t.bind(py).call_method1("result", (left,)) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
 }
 
 #[pymethods]
@@ -175,8 +260,9 @@ impl Runtime {
         };
         Ok(Runtime {
             rt: core::Runtime::builder().gc_interval(every).build(),
-            threads: Mutex::new(Vec::new()),
+            threads: Threads::default(),
             named: Mutex::new(Vec::new()),
+            of_space: false,
         })
     }
 
@@ -197,7 +283,7 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Channel(ch.clone()));
         }
-        Ok(Channel::wrap(ch))
+        Ok(Channel::wrap(ch.into()))
     }
 
     /// Creates a queue: FIFO items, each delivered to exactly one getter.
@@ -217,7 +303,7 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Queue(q.clone()));
         }
-        Ok(Queue::wrap(q))
+        Ok(Queue::wrap(q.into()))
     }
 
     /// Creates a register: one overwritable value.
@@ -231,16 +317,18 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Register(r.clone()));
         }
-        Ok(Register { reg: r })
+        Ok(Register { reg: r.into() })
     }
 
     /// The live container registered under ``name``, or ``None``.
     fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
         Ok(match self.rt.lookup(name) {
             None => None,
-            Some(core::Named::Channel(c)) => Some(Py::new(py, Channel::wrap(c))?.into_any()),
-            Some(core::Named::Queue(q)) => Some(Py::new(py, Queue::wrap(q))?.into_any()),
-            Some(core::Named::Register(r)) => Some(Py::new(py, Register { reg: r })?.into_any()),
+            Some(core::Named::Channel(c)) => Some(Py::new(py, Channel::wrap(c.into()))?.into_any()),
+            Some(core::Named::Queue(q)) => Some(Py::new(py, Queue::wrap(q.into()))?.into_any()),
+            Some(core::Named::Register(r)) => {
+                Some(Py::new(py, Register { reg: r.into() })?.into_any())
+            }
             Some(_) => None,
         })
     }
@@ -267,9 +355,8 @@ impl Runtime {
         if let Some(n) = name {
             b = b.name(n);
         }
-        Ok(Task::wrap(
-            b.create().map_err(|e| errors::stm_error(py, e))?,
-        ))
+        let t = b.create().map_err(|e| errors::stm_error(py, e))?;
+        Ok(Task::wrap(net::Task::from_core(t)))
     }
 
     /// Starts ``target(task, *args)`` on a new thread with a new task (virtual time ``vt``);
@@ -286,38 +373,14 @@ impl Runtime {
         zone: i64,
         daemon: bool,
     ) -> PyResult<Py<PyAny>> {
-        let target = callable(target, "a task's target")?;
-        let task = Py::new(py, self.task(py, vt, name, zone)?)?;
-        let thread = py
-            .import("stampede._tasks")?
-            .getattr("TaskThread")?
-            .call1((task, target, args, daemon))?;
-        thread.call_method0("start")?;
-        let thread = thread.unbind();
-        let mut threads = lock(&self.threads);
-        threads.retain(|t| {
-            t.bind(py)
-                .call_method0("is_alive")
-                .and_then(|a| a.is_truthy())
-                .unwrap_or(false)
-        });
-        threads.push(thread.clone_ref(py));
-        Ok(thread)
+        let task = self.task(py, vt, name, zone)?;
+        self.threads.spawn(py, task, target, args, daemon)
     }
 
     /// Joins every thread started by ``spawn``; raises the first exception one of them raised.
     #[pyo3(signature = (timeout = None))]
     fn join_all(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let deadline = deadline(py, timeout)?;
-        let threads: Vec<Py<PyAny>> = std::mem::take(&mut *lock(&self.threads));
-        let mut first_err = None;
-        for t in threads {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64());
-            if let Err(e) = t.bind(py).call_method1("result", (left,)) {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        self.threads.join_all(py, timeout)
     }
 
     /// Runs a collection pass in ``zone`` now; returns the zone's floor.
@@ -346,9 +409,12 @@ impl Runtime {
         })
     }
 
-    /// Stops the background collector (passes still run on demand).
+    /// Stops the background collector (passes still run on demand). A space's runtime
+    /// collects until the space leaves.
     fn close(&self) {
-        self.rt.stop_collector();
+        if !self.of_space {
+            self.rt.stop_collector();
+        }
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -370,26 +436,43 @@ impl Runtime {
 /// Virtual time orders what the task may still put and bounds garbage collection: the task
 /// never puts below its visibility, and items at or above it stay available to it. A task
 /// exits on ``exit()``, at the end of its ``with`` block, or once neither it nor any of its
-/// connections is referenced any more.
+/// connections is referenced any more. A task of a ``Space`` also reaches the containers of
+/// other address spaces.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Task {
-    task: Mutex<Option<Arc<core::Task>>>,
+    task: Mutex<Option<Arc<net::Task>>>,
+    // Connections to other address spaces' containers hold the task at their owners until
+    // they go, so `exit` takes them.
+    remote: Mutex<Vec<Weak<dyn Release>>>,
     id: u64,
     name: String,
     zone: u32,
 }
 
+/// A connection slot that a task's exit empties.
+trait Release: Send + Sync {
+    fn release(&self) -> Option<Box<dyn Send>>;
+}
+
+impl<T: Send + Sync + 'static> Release for Mutex<Option<Arc<T>>> {
+    fn release(&self) -> Option<Box<dyn Send>> {
+        lock(self).take().map(|c| Box::new(c) as Box<dyn Send>)
+    }
+}
+
 impl Task {
-    pub(crate) fn wrap(t: core::Task) -> Task {
+    pub(crate) fn wrap(t: net::Task) -> Task {
+        let c = t.core();
         Task {
-            id: t.id().0,
-            name: t.name().to_owned(),
-            zone: t.zone().0,
+            id: c.id().0,
+            name: c.name().to_owned(),
+            zone: c.zone().0,
+            remote: Mutex::new(Vec::new()),
             task: Mutex::new(Some(Arc::new(t))),
         }
     }
 
-    fn get(&self, py: Python<'_>) -> PyResult<Arc<core::Task>> {
+    fn get(&self, py: Python<'_>) -> PyResult<Arc<net::Task>> {
         lock(&self.task).clone().ok_or_else(|| {
             errors::raise(
                 py,
@@ -398,6 +481,65 @@ impl Task {
             )
         })
     }
+
+    /// Wraps a new connection; a remote one is released when the task exits.
+    fn connect<T: Linked + Send + Sync + 'static>(&self, link: T) -> Conn<T> {
+        let remote = link.conn_id().is_none();
+        let conn = Conn::new(link);
+        if remote {
+            let slot: Arc<dyn Release> = conn.inner.clone();
+            let mut r = lock(&self.remote);
+            r.retain(|w| w.strong_count() > 0);
+            r.push(Arc::downgrade(&slot));
+        }
+        conn
+    }
+
+    /// A child in an address space with a name: stampede-net names no children, so this
+    /// checks rule 2 as the core does and creates the task in the space.
+    fn named_child_in_space(
+        py: Python<'_>,
+        t: &net::Task,
+        space: &net::Space,
+        vt: Timestamp,
+        name: &str,
+    ) -> PyResult<net::Task> {
+        let visibility = t.visibility();
+        if vt < visibility {
+            return Err(errors::stm_error(
+                py,
+                core::StmError::BelowVisibility {
+                    requested: vt,
+                    visibility,
+                },
+            ));
+        }
+        let zone = t.core().zone();
+        py.detach(|| space.task_in(vt, zone, Some(name)))
+            .map_err(|e| errors::net_error(py, e))
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        if let Some(t) = lock(&self.task).take() {
+            if t.space().is_some() {
+                drop_detached(t);
+            }
+        }
+    }
+}
+
+/// Attaches `task` to `container`: the core's connection for a container of this address
+/// space, stampede-net's (a round trip to the owner, without the GIL) for another's.
+macro_rules! attach {
+    ($py:expr, $task:expr, $container:expr, $how:ident) => {{
+        let (task, container) = (&$task, $container);
+        match container.as_local() {
+            Some(l) => task.core().$how(l).map(Link::Local),
+            None => $py.detach(|| task.$how(container)).map(Link::Remote),
+        }
+    }};
 }
 
 #[pymethods]
@@ -423,7 +565,7 @@ impl Task {
         Ok(self.get(py)?.virtual_time())
     }
     /// The lowest timestamp the task may still put: its virtual time, or the oldest item it
-    /// holds open if that is lower.
+    /// holds open (here or in another address space) if that is lower.
     #[getter]
     fn visibility(&self, py: Python<'_>) -> PyResult<Timestamp> {
         Ok(self.get(py)?.visibility())
@@ -444,15 +586,16 @@ impl Task {
     /// Attaches for getting: a ``ChannelInput``, ``QueueInput`` or ``RegisterInput``.
     fn attach_input(slf: &Bound<'_, Self>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let t = slf.get().get(py)?;
+        let me = slf.get();
+        let t = me.get(py)?;
         let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
-            let conn = t.attach_input(&c.get().ch).map_err(stm)?;
+            let link = attach!(py, t, &c.get().ch, attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 ChannelInput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     channel: c.clone().unbind(),
                 },
@@ -460,11 +603,11 @@ impl Task {
             .into_any());
         }
         if let Ok(q) = container.cast::<Queue>() {
-            let conn = t.attach_input(&q.get().q).map_err(stm)?;
+            let link = attach!(py, t, &q.get().q, attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 QueueInput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     queue: q.clone().unbind(),
                 },
@@ -472,11 +615,11 @@ impl Task {
             .into_any());
         }
         if let Ok(r) = container.cast::<Register>() {
-            let conn = t.attach_input(&r.get().reg).map_err(stm)?;
+            let link = attach!(py, t, &r.get().reg, attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 RegisterInput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     register: r.clone().unbind(),
                 },
@@ -492,16 +635,17 @@ impl Task {
     /// Attaches for putting: a ``ChannelOutput``, ``QueueOutput`` or ``RegisterOutput``.
     fn attach_output(slf: &Bound<'_, Self>, container: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let t = slf.get().get(py)?;
+        let me = slf.get();
+        let t = me.get(py)?;
         let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
-            let conn = t.attach_output(&c.get().ch).map_err(stm)?;
-            let bounded = c.get().ch.capacity().is_some();
+            let link = attach!(py, t, &c.get().ch, attach_output).map_err(stm)?;
+            let bounded = c.get().capacity().is_some();
             return Ok(Py::new(
                 py,
                 ChannelOutput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     channel: c.clone().unbind(),
                     bounded,
@@ -510,11 +654,11 @@ impl Task {
             .into_any());
         }
         if let Ok(q) = container.cast::<Queue>() {
-            let conn = t.attach_output(&q.get().q).map_err(stm)?;
+            let link = attach!(py, t, &q.get().q, attach_output).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 QueueOutput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     queue: q.clone().unbind(),
                 },
@@ -522,11 +666,11 @@ impl Task {
             .into_any());
         }
         if let Ok(r) = container.cast::<Register>() {
-            let conn = t.attach_output(&r.get().reg).map_err(stm)?;
+            let link = attach!(py, t, &r.get().reg, attach_output).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 RegisterOutput {
-                    conn: Conn::new(conn),
+                    conn: me.connect(link),
                     task: task(),
                     register: r.clone().unbind(),
                 },
@@ -544,16 +688,21 @@ impl Task {
     #[pyo3(signature = (vt = None, *, name = None))]
     fn child(&self, py: Python<'_>, vt: Option<Timestamp>, name: Option<String>) -> PyResult<Task> {
         let t = self.get(py)?;
-        let mut b = t.child();
-        if let Some(vt) = vt {
-            b = b.virtual_time(vt);
-        }
-        if let Some(n) = name {
-            b = b.name(n);
-        }
-        Ok(Task::wrap(
-            b.create().map_err(|e| errors::stm_error(py, e))?,
-        ))
+        let vt = vt.unwrap_or(INFINITY);
+        let child = match (t.space(), name) {
+            (None, name) => {
+                let mut b = t.core().child().virtual_time(vt);
+                if let Some(n) = name {
+                    b = b.name(n);
+                }
+                b.create().map(net::Task::from_core)
+            }
+            (Some(_), None) => t.child(vt),
+            (Some(space), Some(n)) => {
+                return Self::named_child_in_space(py, &t, &space, vt, &n).map(Task::wrap)
+            }
+        };
+        Ok(Task::wrap(child.map_err(|e| errors::stm_error(py, e))?))
     }
 
     /// A pacer ticking every ``period`` seconds (see ``Pacer``).
@@ -571,7 +720,14 @@ impl Task {
     /// Exits: the task's connections detach, and it no longer holds the watermark.
     fn exit(&self, py: Python<'_>) {
         let t = lock(&self.task).take();
-        py.detach(|| drop(t));
+        let remote: Vec<_> = std::mem::take(&mut *lock(&self.remote))
+            .into_iter()
+            .filter_map(|w| w.upgrade()?.release())
+            .collect();
+        py.detach(|| {
+            drop(remote);
+            drop(t);
+        });
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -593,31 +749,64 @@ impl Task {
     }
 }
 
+/// A connection: the core's to a container of this address space (the correlator takes it
+/// by value), or stampede-net's to a container of another one.
+pub(crate) enum Link<L, R> {
+    Local(L),
+    Remote(R),
+}
+
+type ChannelIn = Link<InputConnection<core::Channel>, net::InputConnection<net::Channel>>;
+type ChannelOut = Link<OutputConnection<core::Channel>, net::OutputConnection<net::Channel>>;
+type QueueIn = Link<InputConnection<core::Queue>, net::InputConnection<net::Queue>>;
+type QueueOut = Link<OutputConnection<core::Queue>, net::OutputConnection<net::Queue>>;
+type RegisterIn = Link<InputConnection<core::Register>, net::InputConnection<net::Register>>;
+type RegisterOut = Link<OutputConnection<core::Register>, net::OutputConnection<net::Register>>;
+
+/// Runs `$e` with `$c` bound to the link's connection: at once for a local one, without the
+/// GIL for a remote one (a round trip to the owner).
+macro_rules! on_link {
+    ($py:expr, $link:expr, $c:ident => $e:expr) => {
+        match $link {
+            Link::Local($c) => $e,
+            Link::Remote($c) => $py.detach(|| $e),
+        }
+    };
+}
+
+/// What the binding needs of a connection beyond its operations.
+pub(crate) trait Linked {
+    /// The id of a local connection; `None` for a remote one (its id lives at the owner).
+    fn conn_id(&self) -> Option<u64>;
+}
+impl<C: Container, R> Linked for Link<InputConnection<C>, R> {
+    fn conn_id(&self) -> Option<u64> {
+        match self {
+            Link::Local(c) => Some(c.id().0),
+            Link::Remote(_) => None,
+        }
+    }
+}
+impl<C: Container, R> Linked for Link<OutputConnection<C>, R> {
+    fn conn_id(&self) -> Option<u64> {
+        match self {
+            Link::Local(c) => Some(c.id().0),
+            Link::Remote(_) => None,
+        }
+    }
+}
+
 /// A connection that Python can detach while other threads use it.
-pub(crate) struct Conn<T> {
-    inner: Mutex<Option<Arc<T>>>,
-    id: u64,
+pub(crate) struct Conn<T: Send + Sync + 'static> {
+    inner: Arc<Mutex<Option<Arc<T>>>>,
+    id: Option<u64>,
 }
 
-pub(crate) trait HasId {
-    fn conn_id(&self) -> u64;
-}
-impl<C: Container> HasId for InputConnection<C> {
-    fn conn_id(&self) -> u64 {
-        self.id().0
-    }
-}
-impl<C: Container> HasId for OutputConnection<C> {
-    fn conn_id(&self) -> u64 {
-        self.id().0
-    }
-}
-
-impl<T: HasId + Send + Sync> Conn<T> {
+impl<T: Linked + Send + Sync + 'static> Conn<T> {
     fn new(c: T) -> Self {
         Conn {
             id: c.conn_id(),
-            inner: Mutex::new(Some(Arc::new(c))),
+            inner: Arc::new(Mutex::new(Some(Arc::new(c)))),
         }
     }
 
@@ -651,14 +840,28 @@ impl<T: HasId + Send + Sync> Conn<T> {
     }
 }
 
+impl<T: Send + Sync + 'static> Drop for Conn<T> {
+    fn drop(&mut self) {
+        if let Some(c) = lock(&self.inner).take() {
+            if self.id.is_none() {
+                drop_detached(c);
+            }
+        }
+    }
+}
+
 macro_rules! connection_common {
     ($ty:ident) => {
         #[pymethods]
         impl $ty {
-            /// The connection's id.
+            /// The connection's id in this address space's watermark explanations
+            /// (``NotLocal`` for a connection to another address space's container, whose
+            /// id lives at the owner).
             #[getter]
-            fn id(&self) -> u64 {
-                self.conn.id
+            fn id(&self, py: Python<'_>) -> PyResult<u64> {
+                self.conn
+                    .id
+                    .ok_or_else(|| errors::not_local(py, "a connection id", None))
             }
             /// Whether the connection was detached (or handed to a correlator).
             #[getter]
@@ -736,19 +939,57 @@ pub(crate) enum Selector {
 }
 
 /// Timestamp-indexed items, at most one per timestamp.
+///
+/// A channel of this address space, or of another one (``owner`` says which): both take
+/// the same connections; lengths, counters, callbacks and arrival streams are the owner's
+/// and raise ``NotLocal`` elsewhere.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Channel {
-    pub(crate) ch: core::Channel,
+    pub(crate) ch: net::Channel,
+    // A remote channel's capacity, as registered in the name server.
+    remote_capacity: Option<usize>,
     subs: Subscriptions,
 }
 
 impl Channel {
-    fn wrap(ch: core::Channel) -> Self {
+    pub(crate) fn wrap(ch: net::Channel) -> Self {
+        Channel::remote(ch, None)
+    }
+
+    pub(crate) fn remote(ch: net::Channel, capacity: Option<usize>) -> Self {
         Channel {
             ch,
+            remote_capacity: capacity,
             subs: Subscriptions::default(),
         }
     }
+
+    fn capacity(&self) -> Option<usize> {
+        match self.ch.as_local() {
+            Some(c) => c.capacity(),
+            None => self.remote_capacity,
+        }
+    }
+
+    fn local(&self, py: Python<'_>, what: &str) -> PyResult<&core::Channel> {
+        self.ch
+            .as_local()
+            .ok_or_else(|| errors::not_local(py, what, self.ch.owner()))
+    }
+}
+
+/// A container's name as Python writes it.
+fn py_name(name: Option<String>) -> String {
+    name.map_or_else(|| "None".to_owned(), |n| format!("{n:?}"))
+}
+
+/// Closes a container wherever it lives, without the GIL (closing wakes every waiter; a
+/// remote close is a round trip).
+fn close_container(
+    py: Python<'_>,
+    close: impl FnOnce() -> Result<(), core::StmError> + Send,
+) -> PyResult<()> {
+    py.detach(close).map_err(|e| errors::stm_error(py, e))
 }
 
 /// Arrival subscriptions by the ids handed to Python.
@@ -817,30 +1058,35 @@ fn callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<Py<PyAny>> {
 impl Channel {
     /// The registered name, if any.
     #[getter]
-    fn name(&self) -> Option<&str> {
+    fn name(&self) -> Option<String> {
         self.ch.name()
     }
-    /// The capacity of a bounded channel; ``None`` when unbounded.
+    /// The address space that owns the channel; ``None`` for this one.
     #[getter]
-    fn capacity(&self) -> Option<usize> {
-        self.ch.capacity()
+    fn owner(&self) -> Option<&str> {
+        self.ch.owner()
+    }
+    /// The capacity of a bounded channel; ``None`` when unbounded.
+    #[getter(capacity)]
+    fn py_capacity(&self) -> Option<usize> {
+        self.capacity()
     }
     /// The channel's time zone.
     #[getter]
     fn zone(&self) -> u32 {
         self.ch.zone().0
     }
-    fn __len__(&self) -> usize {
-        self.ch.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.local(py, "len()")?.len())
     }
     /// Timestamps of the items stored now, ascending.
-    fn timestamps(&self) -> Vec<Timestamp> {
-        self.ch.timestamps()
+    fn timestamps(&self, py: Python<'_>) -> PyResult<Vec<Timestamp>> {
+        Ok(self.local(py, "timestamps()")?.timestamps())
     }
     /// Counters.
-    fn stats(&self) -> ChannelStats {
-        let s = self.ch.stats();
-        ChannelStats {
+    fn stats(&self, py: Python<'_>) -> PyResult<ChannelStats> {
+        let s = self.local(py, "stats()")?.stats();
+        Ok(ChannelStats {
             items: s.items,
             connections: s.connections,
             open: s.open,
@@ -849,63 +1095,89 @@ impl Channel {
             reclaimed: s.reclaimed,
             skipped: s.skipped,
             full: s.full,
-        }
+        })
     }
-    /// Closes the channel: puts fail with ``Closed``; gets drain what is left, then fail.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.ch.close())
+    /// Closes the channel, wherever it lives: puts fail with ``Closed``; gets drain what is
+    /// left, then fail.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        close_container(py, || self.ch.close())
     }
     /// Whether the channel was closed.
     #[getter]
-    fn closed(&self) -> bool {
-        self.ch.is_closed()
+    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.local(py, "closed")?.is_closed())
     }
     /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item.
-    fn on_garbage(&self, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.ch
-            .on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+    fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ch = self.local(py, "on_garbage()")?;
+        ch.on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
         Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item; returns an id for
     /// ``unsubscribe``.
-    fn on_arrival(&self, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let ch = self.local(py, "on_arrival()")?;
         let cb = callable(callback, "an arrival callback")?;
-        Ok(self.subs.add(self.ch.on_arrival(arrival_callback(cb))))
+        Ok(self.subs.add(ch.on_arrival(arrival_callback(cb))))
     }
 
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        self.subs
-            .remove(subscription)
-            .is_some_and(|id| self.ch.unsubscribe(id))
+        match self.ch.as_local() {
+            Some(ch) => self
+                .subs
+                .remove(subscription)
+                .is_some_and(|id| ch.unsubscribe(id)),
+            None => false,
+        }
     }
     /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
-        wrap_arrivals(py, self.ch.arrivals(check_capacity(py, capacity)?))
+        let ch = self.local(py, "arrivals()")?;
+        wrap_arrivals(py, ch.arrivals(check_capacity(py, capacity)?))
     }
     fn __repr__(&self) -> String {
-        format!(
-            "Channel(name={:?}, items={})",
-            self.ch.name(),
-            self.ch.len()
-        )
+        let name = py_name(self.ch.name());
+        match self.ch.as_local() {
+            Some(c) => format!("Channel(name={name}, items={})", c.len()),
+            None => format!(
+                "Channel(name={name}, owner={:?})",
+                self.ch.owner().unwrap_or("?")
+            ),
+        }
     }
 }
 
 /// FIFO items, each delivered to exactly one getter.
+///
+/// A queue of this address space or of another one (``owner`` says which); lengths,
+/// counters, callbacks and arrival streams are the owner's and raise ``NotLocal`` elsewhere.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Queue {
-    pub(crate) q: core::Queue,
+    pub(crate) q: net::Queue,
+    // A remote queue's capacity, as registered in the name server.
+    remote_capacity: Option<usize>,
     subs: Subscriptions,
 }
 
 impl Queue {
-    fn wrap(q: core::Queue) -> Self {
+    pub(crate) fn wrap(q: net::Queue) -> Self {
+        Queue::remote(q, None)
+    }
+
+    pub(crate) fn remote(q: net::Queue, capacity: Option<usize>) -> Self {
         Queue {
             q,
+            remote_capacity: capacity,
             subs: Subscriptions::default(),
         }
+    }
+
+    fn local(&self, py: Python<'_>, what: &str) -> PyResult<&core::Queue> {
+        self.q
+            .as_local()
+            .ok_or_else(|| errors::not_local(py, what, self.q.owner()))
     }
 }
 
@@ -913,26 +1185,34 @@ impl Queue {
 impl Queue {
     /// The registered name, if any.
     #[getter]
-    fn name(&self) -> Option<&str> {
+    fn name(&self) -> Option<String> {
         self.q.name()
+    }
+    /// The address space that owns the queue; ``None`` for this one.
+    #[getter]
+    fn owner(&self) -> Option<&str> {
+        self.q.owner()
     }
     /// The capacity of a bounded queue; ``None`` when unbounded.
     #[getter]
     fn capacity(&self) -> Option<usize> {
-        self.q.capacity()
+        match self.q.as_local() {
+            Some(q) => q.capacity(),
+            None => self.remote_capacity,
+        }
     }
     /// The queue's time zone.
     #[getter]
     fn zone(&self) -> u32 {
         self.q.zone().0
     }
-    fn __len__(&self) -> usize {
-        self.q.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.local(py, "len()")?.len())
     }
     /// Counters.
-    fn stats(&self) -> QueueStats {
-        let s = self.q.stats();
-        QueueStats {
+    fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
+        let s = self.local(py, "stats()")?.stats();
+        Ok(QueueStats {
             waiting: s.waiting,
             held: s.held,
             puts: s.puts,
@@ -940,67 +1220,91 @@ impl Queue {
             consumed: s.consumed,
             redelivered: s.redelivered,
             full: s.full,
-        }
+        })
     }
-    /// Closes the queue: puts fail with ``Closed``; gets drain what is left, then fail.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.q.close())
+    /// Closes the queue, wherever it lives: puts fail with ``Closed``; gets drain what is
+    /// left, then fail.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        close_container(py, || self.q.close())
     }
     /// Calls ``handler(ts, value)`` for every reclaimed item.
-    fn on_garbage(&self, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.q
-            .on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+    fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
+        let q = self.local(py, "on_garbage()")?;
+        q.on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
         Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item.
-    fn on_arrival(&self, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let q = self.local(py, "on_arrival()")?;
         let cb = callable(callback, "an arrival callback")?;
-        Ok(self.subs.add(self.q.on_arrival(arrival_callback(cb))))
+        Ok(self.subs.add(q.on_arrival(arrival_callback(cb))))
     }
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        self.subs
-            .remove(subscription)
-            .is_some_and(|id| self.q.unsubscribe(id))
+        match self.q.as_local() {
+            Some(q) => self
+                .subs
+                .remove(subscription)
+                .is_some_and(|id| q.unsubscribe(id)),
+            None => false,
+        }
     }
     /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
-        wrap_arrivals(py, self.q.arrivals(check_capacity(py, capacity)?))
+        let q = self.local(py, "arrivals()")?;
+        wrap_arrivals(py, q.arrivals(check_capacity(py, capacity)?))
     }
     fn __repr__(&self) -> String {
-        format!("Queue(name={:?}, waiting={})", self.q.name(), self.q.len())
+        let name = py_name(self.q.name());
+        match self.q.as_local() {
+            Some(q) => format!("Queue(name={name}, waiting={})", q.len()),
+            None => format!(
+                "Queue(name={name}, owner={:?})",
+                self.q.owner().unwrap_or("?")
+            ),
+        }
     }
 }
 
-/// A single overwritable value.
+/// A single overwritable value, of this address space or of another one.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Register {
-    pub(crate) reg: core::Register,
+    pub(crate) reg: net::Register,
 }
 
 #[pymethods]
 impl Register {
     /// The registered name, if any.
     #[getter]
-    fn name(&self) -> Option<&str> {
+    fn name(&self) -> Option<String> {
         self.reg.name()
+    }
+    /// The address space that owns the register; ``None`` for this one.
+    #[getter]
+    fn owner(&self) -> Option<&str> {
+        self.reg.owner()
     }
     /// The register's time zone.
     #[getter]
     fn zone(&self) -> u32 {
         self.reg.zone().0
     }
-    /// The current ``(sequence, value)`` without waiting, or ``None`` before the first write.
+    /// The current ``(sequence, value)`` without waiting, or ``None`` before the first write
+    /// (``NotLocal`` on another address space's register: read it through a connection).
     fn peek(&self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
-        match self.reg.peek() {
+        let reg = self
+            .reg
+            .as_local()
+            .ok_or_else(|| errors::not_local(py, "peek()", self.reg.owner()))?;
+        match reg.peek() {
             None => Ok(None),
             Some((seq, item)) => Ok(Some((seq, items::to_python(py, &item)?))),
         }
     }
-    /// Closes the register.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.reg.close())
+    /// Closes the register, wherever it lives.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        close_container(py, || self.reg.close())
     }
 }
 
@@ -1009,7 +1313,7 @@ impl Register {
 pub(crate) struct ChannelOutput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    conn: Conn<OutputConnection<core::Channel>>,
+    conn: Conn<ChannelOut>,
     channel: Py<Channel>,
     bounded: bool,
 }
@@ -1053,15 +1357,13 @@ impl ChannelOutput {
         let opts = put_options(py, consumers)?;
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        if !self.bounded {
-            return conn
-                .put_with(ts, it, opts.wait(Wait::Never))
-                .map_err(|e| errors::put_error(py, e, item));
-        }
-        // One wait, not slices: a blocked put is a watermark term and counts once as full.
-        let wait = whole_wait(deadline);
-        py.detach(|| conn.put_with(ts, it, opts.wait(wait)))
-            .map_err(|e| errors::put_error(py, e, item))
+        let r = match &*conn {
+            Link::Local(c) if !self.bounded => c.put_with(ts, it, opts.wait(Wait::Never)),
+            // One wait, not slices: a blocked put is a watermark term and counts once as full.
+            Link::Local(c) => py.detach(|| c.put_with(ts, it, opts.wait(whole_wait(deadline)))),
+            Link::Remote(c) => py.detach(|| c.put_with(ts, it, opts.wait(whole_wait(deadline)))),
+        };
+        r.map_err(|e| errors::put_error(py, e, item))
     }
 
     /// Puts without waiting; a full channel raises ``Full``.
@@ -1076,7 +1378,7 @@ impl ChannelOutput {
         let opts = put_options(py, consumers)?.wait(Wait::Never);
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        conn.put_with(ts, it, opts)
+        on_link!(py, &*conn, c => c.put_with(ts, it, opts))
             .map_err(|e| errors::put_error(py, e, item))
     }
 }
@@ -1086,10 +1388,35 @@ impl ChannelOutput {
 pub(crate) struct ChannelInput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    pub(crate) conn: Conn<InputConnection<core::Channel>>,
+    conn: Conn<ChannelIn>,
     channel: Py<Channel>,
 }
 connection_common!(ChannelInput);
+
+impl ChannelInput {
+    /// Takes the core connection for a correlator: local channels only, and not while
+    /// another thread uses it.
+    pub(crate) fn take_local(&self, py: Python<'_>) -> PyResult<InputConnection<core::Channel>> {
+        self.check_local(py)?;
+        match self.conn.take(py)? {
+            Link::Local(c) => Ok(c),
+            Link::Remote(_) => Err(self.remote_error(py)),
+        }
+    }
+
+    /// Fails with ``NotLocal`` for a connection to another address space's channel.
+    pub(crate) fn check_local(&self, py: Python<'_>) -> PyResult<()> {
+        match &*self.conn.get(py)? {
+            Link::Local(_) => Ok(()),
+            Link::Remote(_) => Err(self.remote_error(py)),
+        }
+    }
+
+    fn remote_error(&self, py: Python<'_>) -> PyErr {
+        let ch = &self.channel.get().ch;
+        errors::not_local(py, "a Correlator", ch.owner())
+    }
+}
 
 fn item_pair(py: Python<'_>, ts: Timestamp, item: &core::Item) -> PyResult<Py<PyAny>> {
     let v = items::to_python(py, item)?;
@@ -1116,11 +1443,14 @@ impl ChannelInput {
         let sel = self::selector(selector)?;
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match conn.try_get(sel) {
-            Err(GetError::Unavailable(_)) => {
-                blocking(py, deadline, |w| conn.get_with(sel, w), is_timeout)?
-            }
-            r => r,
+        let r = match &*conn {
+            Link::Local(c) => match c.try_get(sel) {
+                Err(GetError::Unavailable(_)) => {
+                    blocking(py, deadline, |w| c.get_with(sel, w), is_timeout)?
+                }
+                r => r,
+            },
+            Link::Remote(c) => blocking(py, deadline, |w| c.get_with(sel, w), is_timeout)?,
         };
         match r {
             Ok((ts, item)) => item_pair(py, ts, &item),
@@ -1133,7 +1463,7 @@ impl ChannelInput {
     fn try_get(&self, py: Python<'_>, selector: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let sel = self::selector(selector)?;
         let conn = self.conn.get(py)?;
-        match conn.try_get(sel) {
+        match on_link!(py, &*conn, c => c.try_get(sel)) {
             Ok((ts, item)) => item_pair(py, ts, &item),
             Err(e) => Err(errors::get_error(py, e)),
         }
@@ -1141,18 +1471,14 @@ impl ChannelInput {
 
     /// Marks the item at ``ts`` consumed on this connection.
     fn consume(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
-        self.conn
-            .get(py)?
-            .consume(ts)
-            .map_err(|e| errors::stm_error(py, e))
+        let conn = self.conn.get(py)?;
+        on_link!(py, &*conn, c => c.consume(ts)).map_err(|e| errors::stm_error(py, e))
     }
 
     /// Marks every item at or below ``ts`` consumed, including ones not put yet.
     fn consume_until(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
-        self.conn
-            .get(py)?
-            .consume_until(ts)
-            .map_err(|e| errors::stm_error(py, e))
+        let conn = self.conn.get(py)?;
+        on_link!(py, &*conn, c => c.consume_until(ts)).map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1179,7 +1505,7 @@ impl QueueItem {
 pub(crate) struct QueueOutput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    conn: Conn<OutputConnection<core::Queue>>,
+    conn: Conn<QueueOut>,
     queue: Py<Queue>,
 }
 connection_common!(QueueOutput);
@@ -1206,16 +1532,18 @@ impl QueueOutput {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
         let wait = whole_wait(deadline);
-        py.detach(|| conn.put_with(ts, it, wait))
-            .map_err(|e| errors::put_error(py, e, item))
+        py.detach(|| match &*conn {
+            Link::Local(c) => c.put_with(ts, it, wait),
+            Link::Remote(c) => c.put_with(ts, it, wait),
+        })
+        .map_err(|e| errors::put_error(py, e, item))
     }
 
     /// Appends without waiting; a full queue raises ``Full``.
     fn try_put(&self, py: Python<'_>, ts: Timestamp, item: &Bound<'_, PyAny>) -> PyResult<u64> {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        conn.try_put(ts, it)
-            .map_err(|e| errors::put_error(py, e, item))
+        on_link!(py, &*conn, c => c.try_put(ts, it)).map_err(|e| errors::put_error(py, e, item))
     }
 }
 
@@ -1224,7 +1552,7 @@ impl QueueOutput {
 pub(crate) struct QueueInput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    conn: Conn<InputConnection<core::Queue>>,
+    conn: Conn<QueueIn>,
     queue: Py<Queue>,
 }
 connection_common!(QueueInput);
@@ -1246,17 +1574,20 @@ impl QueueInput {
     }
 
     /// Takes the oldest waiting item, waiting for one (at most ``timeout`` seconds). It is
-    /// held by this connection until consumed; if the connection detaches first, it is
-    /// delivered again to another getter.
+    /// held by this connection until consumed; if the connection detaches first (or its
+    /// address space dies), it is delivered again to another getter.
     #[pyo3(signature = (*, timeout = None))]
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<QueueItem> {
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match conn.try_get() {
-            Err(GetError::Unavailable(_)) => {
-                blocking(py, deadline, |w| conn.get_with(w), is_timeout)?
-            }
-            r => r,
+        let r = match &*conn {
+            Link::Local(c) => match c.try_get() {
+                Err(GetError::Unavailable(_)) => {
+                    blocking(py, deadline, |w| c.get_with(w), is_timeout)?
+                }
+                r => r,
+            },
+            Link::Remote(c) => blocking(py, deadline, |w| c.get_with(w), is_timeout)?,
         };
         match r {
             Ok(qi) => queue_item(py, qi),
@@ -1267,7 +1598,7 @@ impl QueueInput {
     /// Takes the oldest waiting item without waiting; raises ``Unavailable`` if none.
     fn try_get(&self, py: Python<'_>) -> PyResult<QueueItem> {
         let conn = self.conn.get(py)?;
-        match conn.try_get() {
+        match on_link!(py, &*conn, c => c.try_get()) {
             Ok(qi) => queue_item(py, qi),
             Err(e) => Err(errors::get_error(py, e)),
         }
@@ -1275,10 +1606,8 @@ impl QueueInput {
 
     /// Consumes the item with ``ticket``.
     fn consume(&self, py: Python<'_>, ticket: u64) -> PyResult<()> {
-        self.conn
-            .get(py)?
-            .consume(ticket)
-            .map_err(|e| errors::stm_error(py, e))
+        let conn = self.conn.get(py)?;
+        on_link!(py, &*conn, c => c.consume(ticket)).map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1287,7 +1616,7 @@ impl QueueInput {
 pub(crate) struct RegisterOutput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    conn: Conn<OutputConnection<core::Register>>,
+    conn: Conn<RegisterOut>,
     register: Py<Register>,
 }
 connection_common!(RegisterOutput);
@@ -1303,7 +1632,7 @@ impl RegisterOutput {
     fn write(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<u64> {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        conn.write(it).map_err(|e| errors::stm_error(py, e))
+        on_link!(py, &*conn, c => c.write(it)).map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1312,7 +1641,7 @@ impl RegisterOutput {
 pub(crate) struct RegisterInput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
-    conn: Conn<InputConnection<core::Register>>,
+    conn: Conn<RegisterIn>,
     register: Py<Register>,
 }
 connection_common!(RegisterInput);
@@ -1330,11 +1659,14 @@ impl RegisterInput {
     fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(u64, Py<PyAny>)> {
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match conn.try_read() {
-            Err(GetError::Unavailable(_)) => {
-                blocking(py, deadline, |w| conn.read_with(w), is_timeout)?
-            }
-            r => r,
+        let r = match &*conn {
+            Link::Local(c) => match c.try_read() {
+                Err(GetError::Unavailable(_)) => {
+                    blocking(py, deadline, |w| c.read_with(w), is_timeout)?
+                }
+                r => r,
+            },
+            Link::Remote(c) => blocking(py, deadline, |w| c.read_with(w), is_timeout)?,
         };
         match r {
             Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
@@ -1343,7 +1675,8 @@ impl RegisterInput {
     }
     /// ``(sequence, value)`` of a newer write without waiting; ``Unavailable`` if none.
     fn try_read(&self, py: Python<'_>) -> PyResult<(u64, Py<PyAny>)> {
-        match self.conn.get(py)?.try_read() {
+        let conn = self.conn.get(py)?;
+        match on_link!(py, &*conn, c => c.try_read()) {
             Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
             Err(e) => Err(errors::get_error(py, e)),
         }

@@ -2,25 +2,25 @@
 
 Runs the pipeline of :mod:`stampede.demo.pipeline` on a synthetic scene (or ``--video``),
 prints a status line while it runs, checks the tracks against the scene's ground truth and
-writes an annotated snapshot. Exit status: 0 when the accuracy check passes (or is skipped
-for a video), 1 when it fails, 2 when the pipeline fails.
+writes an annotated snapshot. ``--distributed`` runs the same stages in three address spaces
+on this host (:mod:`stampede.demo.distributed`). Exit status: 0 when the accuracy check
+passes (or is skipped for a video), 1 when it fails, 2 when the pipeline fails, 130 when
+interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-import time
-
-import cv2
 
 import stampede as sp
 
+from .distributed import SpaceReport, run_distributed
 from .pipeline import Kiosk, PipelineOptions, RunResult, rss_mb, run_pipeline
+from .report import StatusLine, print_summary
 from .scene import FrameSource, SyntheticScene, VideoSource
-from .vision import annotate, build_models, configure_opencv
+from .vision import build_models, configure_opencv
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--capacity", type=int, default=4, help="capacity of every channel (4)")
     add("--tolerance", type=float, default=3.0, help="pixels a centroid may be off (3)")
     add("--min-accuracy", type=float, default=0.9, help="fraction of hits to pass (0.9)")
+    add("--distributed", action="store_true", help="run the stages in three address spaces "
+        "on this host: camera, analysis and display (this process, the Zenoh router)")
     args = p.parse_args(argv)
     for name in ("targets", "workers", "regions", "model_groups", "capacity"):
         if getattr(args, name) < 1:
@@ -58,83 +60,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.seconds <= 0 or args.fps < 0:
         p.error("--seconds must be positive and --fps not negative")
     return args
-
-
-class StatusLine:
-    """The live status line: rewritten in place on a terminal, one line a second otherwise."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tty = sys.stdout.isatty()
-        self.last_print = 0.0
-        self.width = 0
-
-    def __call__(self, rt: sp.Runtime, kiosk: Kiosk, elapsed: float) -> None:
-        if self.quiet:
-            return
-        now = time.perf_counter()
-        if not self.tty and now - self.last_print < 0.95:
-            return
-        self.last_print = now
-        mon = kiosk.monitor
-        fps, latency = mon.window(min(1.0, max(elapsed, 0.1)), now)
-        acc = mon.accuracy()
-        with mon.lock:
-            skipped, attended = mon.lowfi_skipped, mon.last_attended
-        line = (
-            f"{elapsed:5.1f}s | {fps:5.1f} fps | latency {_ms(latency)} | "
-            f"low-fi skipped {skipped} | reclaimed {rt.gc_stats().reclaimed:,} | "
-            f"RSS {rss_mb():.0f} MB"
-        )
-        if kiosk.source.has_truth:
-            line += f" | accuracy {_pct(acc)}"
-        line += f" | attending {'#' + str(attended) if attended is not None else '-'}"
-        if self.tty:
-            pad = max(0, self.width - len(line))
-            self.width = len(line)
-            sys.stdout.write("\r" + line + " " * pad)
-        else:
-            sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-    def end(self) -> None:
-        """Leaves the status line's row."""
-        if self.tty and not self.quiet and self.width:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-
-
-def _ms(v: float) -> str:
-    return "  - ms" if math.isnan(v) else f"{v:4.0f} ms"
-
-
-def _pct(v: float) -> str:
-    return "-" if math.isnan(v) else f"{100 * v:.1f}%"
-
-
-def write_snapshot(
-    path: str, r: RunResult, source: FrameSource, args: argparse.Namespace
-) -> bool:
-    """Annotates the last kept frame and writes it to ``path``; false when there is none."""
-    snap = r.snapshot
-    if snap is None:
-        return False
-    models = build_models(args.targets)
-    lines = [
-        f"Stampede kiosk  frame {snap.ts}  {args.workers} workers",
-        f"{r.fps:.1f} fps  latency p50 {r.latency_ms_p50:.0f} ms",
-    ]
-    if source.has_truth:
-        lines.append(f"accuracy {_pct(r.accuracy)} (+ = truth)")
-    img = annotate(
-        snap.frame, snap.detections, snap.truth, models, snap.lowfi, snap.attended, lines
-    )
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    if not cv2.imwrite(path, img):
-        raise OSError(f"could not write {path}")
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,10 +90,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.targets} color models, "
         f"{args.workers} workers, {args.regions} bands x {args.model_groups} model groups, "
         f"digitizer {rate}, {args.seconds:g} s"
+        + (", distributed over three address spaces" if args.distributed else "")
     )
     status = StatusLine(args.quiet)
+
+    def show(rt: sp.Runtime, kiosk: Kiosk, elapsed: float) -> None:
+        status.show(
+            kiosk,
+            elapsed,
+            reclaimed=rt.gc_stats().reclaimed,
+            lowfi_skipped=kiosk.frames.stats().skipped,
+            rss=rss_mb(),
+        )
+
+    r: RunResult
+    spaces: list[SpaceReport] = []
     try:
-        r = run_pipeline(source, models, options, status=status)
+        if args.distributed:
+            r, spaces = run_distributed(
+                source, models, options, video=args.video, status=status
+            )
+        else:
+            r = run_pipeline(source, models, options, status=show)
     except KeyboardInterrupt:
         status.end()
         print("interrupted")
@@ -181,37 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(source, VideoSource):
             source.close()
     status.end()
-    late = f" ({r.digitizer_skipped} late ticks skipped by the digitizer)"
-    print(
-        f"frames: {r.produced} digitized, {r.decided} decided in {r.seconds:.1f} s"
-        + (late if r.digitizer_skipped else "")
-    )
-    print(
-        f"rate: {r.fps:.1f} fps; end-to-end latency p50 {r.latency_ms_p50:.1f} ms, "
-        f"p95 {r.latency_ms_p95:.1f} ms, p99 {r.latency_ms_p99:.1f} ms"
-    )
-    print(
-        f"low-fi tracker: {r.lowfi_frames} frames, {r.lowfi_skipped} skipped as stale "
-        "(newest unseen)"
-    )
-    print(
-        f"memory: {r.reclaimed:,} items reclaimed by the watermark; "
-        f"peak RSS {r.rss_mb_peak:.0f} MB"
-    )
-    if write_snapshot(args.snapshot, r, source, args):
-        print(f"snapshot: {args.snapshot}")
-    else:
-        print("snapshot: no frame was decided, nothing written")
-    if not source.has_truth:
-        print("accuracy: no ground truth for a video, check skipped")
-        return 0
-    ok = r.scored > 0 and r.accuracy >= args.min_accuracy
-    print(
-        f"accuracy: {_pct(r.accuracy)} of {r.scored:,} target positions within "
-        f"{args.tolerance:g} px of the ground truth (need {100 * args.min_accuracy:.0f}%): "
-        f"{'PASS' if ok else 'FAIL'}"
-    )
-    return 0 if ok else 1
+    return print_summary(r, source, args, [s.line() for s in spaces])
 
 
 if __name__ == "__main__":

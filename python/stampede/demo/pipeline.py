@@ -12,10 +12,15 @@ Tasks, and the containers they get from and put into:
   ``kiosk/change`` (same timestamp), plus the newest of ``kiosk/lowfi`` ->
   ``kiosk/attention`` (a register).
 
-Every task has a virtual time: the digitizer's is the next frame number, the others run at
-``INFINITY`` and inherit timestamps from what they get. Each consumes what it is done with,
-so the garbage-collection watermark follows the slowest stage and every bounded channel
-stays within its capacity; a full channel makes its producer wait (backpressure).
+The stages see containers only through their connections, so the same functions run in one
+process (:func:`run_pipeline`) or split over address spaces (:mod:`stampede.demo.distributed`),
+where a ``Kiosk`` holds this process's own containers and the others' it found by name.
+
+Every task has a virtual time: the digitizer's is the next frame number, the splitter's the
+next frame it may split, the others run at ``INFINITY`` and inherit timestamps from what
+they get. Each consumes what it is done with, so the garbage-collection watermark follows
+the slowest stage and every bounded channel stays within its capacity; a full channel makes
+its producer wait (backpressure).
 
 Workers read the HSV frame from ``kiosk/hsv`` by exact timestamp, as in the paper, where the
 splitter only describes the work. A worker keeps the frame of its last chunk open (its next
@@ -31,8 +36,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 import numpy as np
 
@@ -140,7 +146,7 @@ class Monitor:
     hits: int = 0
     scored: int = 0
     lowfi_frames: int = 0
-    lowfi_skipped: int = 0
+    correlator_skipped: int = 0
     worker_attaches: int = 0
     chunks: int = 0
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -192,55 +198,114 @@ class Monitor:
             return self.hits / self.scored if self.scored else float("nan")
 
 
+class Containers(Protocol):
+    """Where a run's containers come from: a :class:`stampede.Runtime` or
+    :class:`stampede.Space` creates them (by name); the distributed demo's placement creates
+    a process's own and looks up the others'."""
+
+    def channel(
+        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
+    ) -> sp.Channel:
+        """The channel called ``name``."""
+        ...
+
+    def queue(
+        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
+    ) -> sp.Queue:
+        """The queue called ``name``."""
+        ...
+
+    def register(self, name: str | None = None, *, zone: int = 0) -> sp.Register:
+        """The register called ``name``."""
+        ...
+
+
+CHANNELS = ("frames", "meta", "hsv", "change", "tracks", "lowfi")
+QUEUES = ("chunks", "blobs")
+REGISTERS = ("attention",)
+CONTAINERS = CHANNELS + QUEUES + REGISTERS
+"""Every container of the pipeline, by short name (registered as ``kiosk/<name>``)."""
+
+
 class Kiosk:
-    """The containers of one pipeline run, and what its stages share."""
+    """The containers of one pipeline run, and what its stages share.
+
+    ``names`` limits the containers to those this process's stages use (all by default);
+    ``parties`` is the number of threads that meet at ``ready`` (by default every stage, the
+    workers and the digitizer).
+    """
+
+    frames: sp.Channel
+    meta: sp.Channel
+    hsv: sp.Channel
+    change: sp.Channel
+    tracks: sp.Channel
+    lowfi: sp.Channel
+    chunks: sp.Queue
+    blobs: sp.Queue
+    attention: sp.Register
 
     def __init__(
         self,
-        rt: sp.Runtime,
+        containers: Containers,
         source: FrameSource,
         models: list[ColorModel],
         options: PipelineOptions,
         monitor: Monitor,
+        *,
+        names: Collection[str] = CONTAINERS,
+        parties: int | None = None,
     ) -> None:
-        self.rt, self.source, self.models, self.options = rt, source, models, options
+        self.source, self.models, self.options = source, models, options
         self.monitor = monitor
         cap = options.capacity
         per_frame = max(1, options.regions) * max(1, min(options.model_groups, len(models)))
-        self.frames = rt.channel("kiosk/frames", capacity=cap)
-        self.meta = rt.channel("kiosk/meta", capacity=cap)
-        self.hsv = rt.channel("kiosk/hsv", capacity=cap)
-        self.change = rt.channel("kiosk/change", capacity=cap)
-        # Room for two frames of chunks lets the splitter run one frame ahead of the workers.
-        self.chunks = rt.queue("kiosk/chunks", capacity=2 * per_frame)
-        self.blobs = rt.queue("kiosk/blobs", capacity=2 * per_frame)
-        self.tracks = rt.channel("kiosk/tracks", capacity=cap)
-        self.lowfi = rt.channel("kiosk/lowfi", capacity=cap)
-        self.attention = rt.register("kiosk/attention")
+        self._opened: list[sp.Channel | sp.Queue | sp.Register] = []
+        for name in CONTAINERS:
+            if name not in names:
+                continue
+            full = f"kiosk/{name}"
+            c: sp.Channel | sp.Queue | sp.Register
+            if name in QUEUES:
+                # Room for two frames of chunks lets the splitter run one frame ahead of the
+                # workers.
+                c = containers.queue(full, capacity=2 * per_frame)
+            elif name in REGISTERS:
+                c = containers.register(full)
+            else:
+                c = containers.channel(full, capacity=cap)
+            setattr(self, name, c)
+            self._opened.append(c)
         self.stop = threading.Event()
         self.error: BaseException | None = None
+        self.failed_at: float | None = None
+        """When ``error`` was recorded (``time.monotonic()``)."""
         # Every stage attaches its connections before the digitizer puts its first frame
         # (a task at INFINITY sees only items put after it attached).
-        self.ready = threading.Barrier(len(STAGES) + 1 + options.workers)
+        self.ready = threading.Barrier(
+            parties if parties is not None else len(STAGES) + 1 + options.workers
+        )
         self._workers_left = options.workers
         self._lock = threading.Lock()
 
     def containers(self) -> list[sp.Channel | sp.Queue | sp.Register]:
-        """Every container of the run."""
-        return [
-            self.frames, self.meta, self.hsv, self.change, self.chunks, self.blobs,
-            self.tracks, self.lowfi, self.attention,
-        ]
+        """Every container of the run that this process holds."""
+        return list(self._opened)
 
     def abort(self, error: BaseException | None = None) -> None:
-        """Stops the run: every blocked stage wakes up (its containers are closed)."""
+        """Stops the run: every blocked stage wakes up (its containers are closed, wherever
+        they live)."""
         with self._lock:
             if error is not None and self.error is None:
                 self.error = error
+                self.failed_at = time.monotonic()
         self.stop.set()
         self.ready.abort()
         for c in self.containers():
-            c.close()
+            try:
+                c.close()
+            except sp.UnreachableError:
+                pass  # its owner is gone: nobody is left waiting on it there
 
     def worker_done(self) -> bool:
         """Counts a worker out; true for the last one (which closes the blobs queue)."""
@@ -359,9 +424,12 @@ def histogram(task: sp.Task, kiosk: Kiosk) -> int:
 def splitter(task: sp.Task, kiosk: Kiosk) -> int:
     """Splits each frame's detection into (band x model group) chunks on ``kiosk/chunks``.
 
-    It describes the work only: the workers read the pixels from ``kiosk/hsv``. Holding the
-    change item open while it puts keeps the frame's HSV image from being reclaimed before
-    the chunks (which then hold it themselves) are in the queue.
+    It describes the work only: the workers read the pixels from ``kiosk/hsv``. Its virtual
+    time is the next frame it may split (it starts at 0): that keeps the frame's HSV image
+    from being reclaimed before the chunks (which then hold it themselves) are in the queue.
+    Holding the change item open would do that in one address space, but when the change
+    channel lives in another one, its owner's hold on the item reaches this space's collector
+    only a little later.
     """
     opts = kiosk.options
     change_in = task.attach_input(kiosk.change)
@@ -385,6 +453,8 @@ def splitter(task: sp.Task, kiosk: Kiosk) -> int:
             )
             for chunk in plan:
                 chunks_out.put(ts, chunk)
+            # Frames come in order: nothing older than the next one is split any more.
+            task.set_virtual_time(ts + 1)
             change_in.consume_until(ts)
             prev_ts = ts
             done += 1
@@ -503,7 +573,6 @@ def lowfi_tracker(task: sp.Task, kiosk: Kiosk) -> int:
     frames_in = task.attach_input(kiosk.frames)
     lowfi_out = task.attach_output(kiosk.lowfi)
     kiosk.ready.wait()
-    last: int | None = None
     done = 0
     try:
         while True:
@@ -520,12 +589,9 @@ def lowfi_tracker(task: sp.Task, kiosk: Kiosk) -> int:
             frames_in.consume_until(ts)
             with kiosk.monitor.lock:
                 kiosk.monitor.lowfi_frames += 1
-                kiosk.monitor.lowfi_skipped = kiosk.frames.stats().skipped
-            last = ts
             done += 1
     finally:
         kiosk.lowfi.close()
-    del last
     return done
 
 
@@ -580,6 +646,8 @@ def decision(task: sp.Task, kiosk: Kiosk) -> int:
                 mon.last_motion = change.motion
             done += 1
     finally:
+        with mon.lock:
+            mon.correlator_skipped = correlator.skipped
         correlator.close()
     return done
 
@@ -588,7 +656,7 @@ STAGES: list[tuple[str, Callable[..., Any], int]] = [
     ("decision", decision, sp.INFINITY),
     ("joiner", joiner, sp.INFINITY),
     ("lowfi", lowfi_tracker, sp.INFINITY),
-    ("splitter", splitter, sp.INFINITY),
+    ("splitter", splitter, 0),
     ("histogram", histogram, sp.INFINITY),
 ]
 
@@ -608,12 +676,15 @@ class RunResult:
     scored: int
     lowfi_frames: int
     lowfi_skipped: int
+    """Frames the low-fi tracker passed over as stale (the frames channel's count)."""
     digitizer_skipped: int
     reclaimed: int
     chunks: int
     worker_attaches: int
     rss_mb_peak: float
     snapshot: Snapshot | None
+    correlator_skipped: int = 0
+    """Tracks the decision stage could not match with their frame."""
     threads: dict[str, int] = field(default_factory=dict)
     """Items each stage handled."""
     cpu: dict[str, float] = field(default_factory=dict)
@@ -690,6 +761,27 @@ def run_pipeline(
             raise kiosk.error
         counts = {name: int(t.result(0) or 0) for name, t in threads.items()}
         reclaimed = rt.gc_stats().reclaimed
+        lowfi_skipped = kiosk.frames.stats().skipped
+    return summarize(
+        monitor,
+        seconds=elapsed,
+        reclaimed=reclaimed,
+        lowfi_skipped=lowfi_skipped,
+        rss_mb_peak=rss_peak,
+        threads=counts,
+    )
+
+
+def summarize(
+    monitor: Monitor,
+    *,
+    seconds: float,
+    reclaimed: int,
+    lowfi_skipped: int,
+    rss_mb_peak: float,
+    threads: dict[str, int],
+) -> RunResult:
+    """The figures of a finished run, from its monitor and what the runtime counted."""
     with monitor.lock:
         snap = monitor.snapshot
     fps = monitor.steady_fps()
@@ -697,7 +789,7 @@ def run_pipeline(
     return RunResult(
         produced=monitor.produced,
         decided=monitor.decided,
-        seconds=elapsed,
+        seconds=seconds,
         fps=fps,
         latency_ms_p50=hist.percentile(50),
         latency_ms_p95=hist.percentile(95),
@@ -705,13 +797,14 @@ def run_pipeline(
         accuracy=monitor.accuracy(),
         scored=monitor.scored,
         lowfi_frames=monitor.lowfi_frames,
-        lowfi_skipped=monitor.lowfi_skipped,
+        lowfi_skipped=lowfi_skipped,
+        correlator_skipped=monitor.correlator_skipped,
         digitizer_skipped=monitor.digitizer_skipped,
         reclaimed=reclaimed,
         chunks=monitor.chunks,
         worker_attaches=monitor.worker_attaches,
-        rss_mb_peak=rss_peak,
+        rss_mb_peak=rss_mb_peak,
         snapshot=snap,
-        threads=counts,
+        threads=threads,
         cpu=dict(monitor.cpu),
     )

@@ -1,0 +1,605 @@
+//! Address spaces: a process's runtime joined to a distributed application
+//! (`stampede_net::Space`).
+//!
+//! Containers a space creates are owned by it and registered by name cluster-wide; the
+//! others are found by name and come back as the same `Channel`, `Queue` and `Register`
+//! classes, used through the same connections. Joining, lookups and everything that talks to
+//! other address spaces run without the GIL; lookups wait in slices so Ctrl-C is seen.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use stampede_core::Timestamp;
+use stampede_net as net;
+use stampede_net::{Config, Mode, NetError};
+
+use crate::errors::{self, Exc};
+use crate::stm::{
+    deadline, duration, lock, next_slice, options, zone_id, Channel, Queue, Register, Runtime,
+    Task, Threads,
+};
+
+/// TLS settings for joining: endpoints then use ``tls/`` locators.
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Tls {
+    root_ca: Option<PathBuf>,
+    certificate: Option<PathBuf>,
+    private_key: Option<PathBuf>,
+    verify_name: bool,
+}
+
+fn path_str(p: &Option<PathBuf>) -> Option<String> {
+    p.as_ref().map(|p| p.to_string_lossy().into_owned())
+}
+
+#[pymethods]
+impl Tls {
+    #[new]
+    #[pyo3(signature = (
+        *, root_ca = None, certificate = None, private_key = None, verify_name = true
+    ))]
+    fn new(
+        root_ca: Option<PathBuf>,
+        certificate: Option<PathBuf>,
+        private_key: Option<PathBuf>,
+        verify_name: bool,
+    ) -> Self {
+        Tls {
+            root_ca,
+            certificate,
+            private_key,
+            verify_name,
+        }
+    }
+    /// The certificate authority that signed the other side's certificate.
+    #[getter]
+    fn root_ca(&self) -> Option<String> {
+        path_str(&self.root_ca)
+    }
+    /// This side's certificate, for listening.
+    #[getter]
+    fn certificate(&self) -> Option<String> {
+        path_str(&self.certificate)
+    }
+    /// This side's private key, for listening.
+    #[getter]
+    fn private_key(&self) -> Option<String> {
+        path_str(&self.private_key)
+    }
+    /// Whether a certificate must name the host connected to.
+    #[getter]
+    fn verify_name(&self) -> bool {
+        self.verify_name
+    }
+}
+
+/// A name registered in an application's name server.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct NameRecord {
+    /// The name.
+    name: String,
+    /// The address space that registered it.
+    space: String,
+    /// ``"channel"``, ``"queue"``, ``"register"`` or ``"service"``.
+    kind: String,
+    /// The container's id at its owner (0 for a service).
+    container: u64,
+    /// The container's time zone.
+    zone: u32,
+    /// The container's capacity; ``None`` when unbounded.
+    capacity: Option<u64>,
+    /// Free-form metadata.
+    meta: String,
+}
+
+impl From<net::NameRecord> for NameRecord {
+    fn from(r: net::NameRecord) -> Self {
+        NameRecord {
+            name: r.name,
+            space: r.space,
+            kind: r.kind.to_string(),
+            container: r.container,
+            zone: r.zone,
+            capacity: (r.capacity > 0).then_some(r.capacity),
+            meta: r.meta,
+        }
+    }
+}
+
+#[pymethods]
+impl NameRecord {
+    fn __repr__(&self) -> String {
+        format!(
+            "NameRecord(name={:?}, kind={}, space={:?})",
+            self.name, self.kind, self.space
+        )
+    }
+}
+
+/// Counters of an address space's network activity.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct SpaceStats {
+    /// Requests served for other address spaces.
+    served: u64,
+    /// Requests that could not be decoded (answered with an error).
+    malformed: u64,
+    /// Requests refused because their address space had left.
+    refused: u64,
+    /// Operations that failed because an owner was unreachable.
+    unreachable: u64,
+    /// Gets answered from this space's cache of remote items.
+    cache_hits: u64,
+    /// Address spaces seen leaving or dying.
+    spaces_lost: u64,
+    /// Items pushed ahead to remote readers (one per reader).
+    pushed: u64,
+    /// New items not pushed because the pusher was behind (readers fetch them on get).
+    push_skipped: u64,
+    /// Items other spaces pushed here.
+    push_received: u64,
+}
+
+/// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
+/// there, or why it did not answer.
+#[pyclass(module = "stampede", frozen, get_all)]
+pub(crate) struct SpaceWatermark {
+    /// The address space.
+    space: String,
+    /// The lowest of its own watermark terms, which it reports to the others.
+    local: Option<Timestamp>,
+    /// Its floor: everything below it has been reclaimed there.
+    floor: Option<Timestamp>,
+    /// The watermark its terms and the other spaces' reports give now.
+    watermark: Option<Timestamp>,
+    /// Its explanation, one line per term.
+    text: String,
+    /// Why it did not answer; ``None`` when it did.
+    error: Option<String>,
+}
+
+#[pymethods]
+impl SpaceWatermark {
+    fn __repr__(&self) -> String {
+        match &self.error {
+            None => format!(
+                "SpaceWatermark(space={:?}, watermark={})",
+                self.space,
+                self.watermark.unwrap_or_default()
+            ),
+            Some(e) => format!("SpaceWatermark(space={:?}, error={e:?})", self.space),
+        }
+    }
+    fn __str__(&self) -> String {
+        match &self.error {
+            None => format!("{}: {}", self.space, self.text),
+            Some(e) => format!("{}: {e}", self.space),
+        }
+    }
+}
+
+fn explanation(space: String, r: Result<net::wire::Reply, NetError>) -> SpaceWatermark {
+    let mut out = SpaceWatermark {
+        space,
+        local: None,
+        floor: None,
+        watermark: None,
+        text: String::new(),
+        error: None,
+    };
+    match r {
+        Ok(net::wire::Reply::Explain {
+            local,
+            floor,
+            watermark,
+            text,
+        }) => {
+            out.local = Some(local);
+            out.floor = Some(floor);
+            out.watermark = Some(watermark);
+            out.text = text;
+        }
+        Ok(other) => out.error = Some(format!("unexpected answer {other:?}")),
+        Err(e) => out.error = Some(e.to_string()),
+    }
+    out
+}
+
+/// Runs a lookup that waits up to a timeout in slices, so signals are seen between them.
+fn waiting_lookup<T: Send>(
+    py: Python<'_>,
+    timeout: Option<f64>,
+    f: impl Fn(Duration) -> Result<T, NetError> + Sync,
+) -> PyResult<T> {
+    let deadline = deadline(py, timeout)?;
+    loop {
+        let (slice, last) = next_slice(deadline);
+        match py.detach(|| f(slice)) {
+            Err(NetError::NotFound(_)) if !last => py.check_signals()?,
+            r => return r.map_err(|e| errors::net_error(py, e)),
+        }
+    }
+}
+
+/// The capacity the name server holds for a remote container (`None` when unbounded or
+/// when the name went meanwhile).
+fn registered_capacity(space: &net::Space, name: &str, owner: Option<&str>) -> Option<usize> {
+    let r = space.lookup(name)?;
+    (Some(r.space.as_str()) == owner && r.capacity > 0).then_some(r.capacity as usize)
+}
+
+fn mode(py: Python<'_>, m: &str) -> PyResult<Mode> {
+    match m {
+        "peer" => Ok(Mode::Peer),
+        "client" => Ok(Mode::Client),
+        "router" => Ok(Mode::Router),
+        other => Err(errors::raise(
+            py,
+            Exc::ConfigError,
+            (format!(
+                "mode {other:?} is not \"peer\", \"client\" or \"router\""
+            ),),
+        )),
+    }
+}
+
+/// An address space: this process's runtime joined to a distributed Stampede application.
+///
+/// ``Space.join`` connects over Eclipse Zenoh. Containers created here are owned here and
+/// their names registered application-wide; ``lookup_channel`` and the others find any
+/// space's containers by name, and tasks of the space (``task``, ``spawn``) use them all
+/// through the same connections as local ones. The space leaves at ``leave()`` or at the end
+/// of its ``with`` block; if the process dies instead, the others notice within the lease
+/// and release everything it held (connections, virtual time, held queue items).
+#[pyclass(module = "stampede", frozen)]
+pub(crate) struct Space {
+    space: Mutex<Option<net::Space>>,
+    id: String,
+    app: String,
+    runtime: Py<Runtime>,
+    threads: Threads,
+}
+
+impl Space {
+    fn get(&self, py: Python<'_>) -> PyResult<net::Space> {
+        lock(&self.space).clone().ok_or_else(|| {
+            errors::raise(
+                py,
+                Exc::Closed,
+                (format!("address space {} has left", self.id),),
+            )
+        })
+    }
+}
+
+#[pymethods]
+impl Space {
+    /// Joins application ``app`` (a name without ``/``) and returns this process's address
+    /// space in it.
+    ///
+    /// ``mode`` is ``"peer"`` (a cluster member), ``"client"`` (an end device, connecting
+    /// to a router) or ``"router"``; ``listen`` and ``connect`` are Zenoh endpoints such as
+    /// ``"tcp/127.0.0.1:7447"``. ``tls``, ``user``/``password`` and ``credentials_file``
+    /// (``user:password`` lines a listening side accepts) secure the links. ``lease`` is how
+    /// soon a dead process is noticed, ``op_timeout`` how long an operation waits for a live
+    /// owner's answer, ``wait_slice`` how long an owner holds a blocked request before it is
+    /// asked again; ``None`` keeps the default. Raises ``ConfigError``, ``ConnectError`` or
+    /// ``AuthRejected``.
+    #[staticmethod]
+    #[pyo3(signature = (
+        app, *, mode = "peer", listen = Vec::new(), connect = Vec::new(), tls = None,
+        user = None, password = None, credentials_file = None, lease = None,
+        op_timeout = None, wait_slice = None, connect_timeout = None,
+        multicast_scouting = false, shm_pool = None,
+    ))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn join(
+        py: Python<'_>,
+        app: &str,
+        mode: &str,
+        listen: Vec<String>,
+        connect: Vec<String>,
+        tls: Option<PyRef<'_, Tls>>,
+        user: Option<String>,
+        password: Option<String>,
+        credentials_file: Option<PathBuf>,
+        lease: Option<f64>,
+        op_timeout: Option<f64>,
+        wait_slice: Option<f64>,
+        connect_timeout: Option<f64>,
+        multicast_scouting: bool,
+        shm_pool: Option<usize>,
+    ) -> PyResult<Space> {
+        let mut cfg = Config {
+            mode: self::mode(py, mode)?,
+            listen,
+            connect,
+            multicast_scouting,
+            credentials_file,
+            ..Config::default()
+        };
+        cfg.tls = tls.map(|t| net::Tls {
+            root_ca: t.root_ca.clone(),
+            certificate: t.certificate.clone(),
+            private_key: t.private_key.clone(),
+            verify_name: t.verify_name,
+        });
+        cfg.credentials = match (user, password) {
+            (Some(u), Some(p)) => Some((u, p)),
+            (None, None) => None,
+            _ => {
+                return Err(errors::raise(
+                    py,
+                    Exc::ConfigError,
+                    ("user and password go together",),
+                ))
+            }
+        };
+        let times = [
+            ("lease", lease, &mut cfg.lease),
+            ("op_timeout", op_timeout, &mut cfg.op_timeout),
+            ("wait_slice", wait_slice, &mut cfg.wait_slice),
+            ("connect_timeout", connect_timeout, &mut cfg.connect_timeout),
+        ];
+        for (what, secs, field) in times {
+            if let Some(s) = secs {
+                *field = duration(py, what, s)?;
+            }
+        }
+        if let Some(bytes) = shm_pool {
+            cfg.shm_pool = bytes;
+        }
+        let space = py
+            .detach(|| net::Space::join(app, cfg))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Space {
+            id: space.id().to_owned(),
+            app: space.app().to_owned(),
+            runtime: Py::new(py, Runtime::of_space(space.runtime().clone()))?,
+            space: Mutex::new(Some(space)),
+            threads: Threads::default(),
+        })
+    }
+
+    /// This address space's id (its Zenoh session id).
+    #[getter]
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The application joined.
+    #[getter]
+    fn app(&self) -> &str {
+        &self.app
+    }
+
+    /// The local runtime: explanations, counters and collection of this address space.
+    #[getter]
+    fn runtime(&self, py: Python<'_>) -> Py<Runtime> {
+        self.runtime.clone_ref(py)
+    }
+
+    /// Whether the space has left.
+    #[getter]
+    fn left(&self) -> bool {
+        lock(&self.space).is_none()
+    }
+
+    /// Creates a channel owned here; a name registers it application-wide (``NameTaken``
+    /// when another space has it).
+    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
+    fn channel(
+        &self,
+        py: Python<'_>,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Channel> {
+        let s = self.get(py)?;
+        let opts = options(py, name, capacity, zone)?;
+        let ch = py
+            .detach(|| s.channel(opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Channel::wrap(ch))
+    }
+
+    /// Creates a queue owned here; a name registers it application-wide.
+    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
+    fn queue(
+        &self,
+        py: Python<'_>,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Queue> {
+        let s = self.get(py)?;
+        let opts = options(py, name, capacity, zone)?;
+        let q = py
+            .detach(|| s.queue(opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Queue::wrap(q))
+    }
+
+    /// Creates a register owned here; a name registers it application-wide.
+    #[pyo3(signature = (name = None, *, zone = 0))]
+    fn register(&self, py: Python<'_>, name: Option<String>, zone: i64) -> PyResult<Register> {
+        let s = self.get(py)?;
+        let opts = options(py, name, None, zone)?;
+        let r = py
+            .detach(|| s.register_container(opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Register { reg: r })
+    }
+
+    /// The channel called ``name``, wherever it lives, waiting up to ``timeout`` seconds
+    /// (``None``: until it appears) for it to be registered. Raises ``NotFound`` when it
+    /// does not appear in time, ``WrongKind`` when the name is not a channel's.
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_channel(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<Channel> {
+        let s = self.get(py)?;
+        let ch = waiting_lookup(py, timeout, |t| s.lookup_channel(name, t))?;
+        if ch.as_local().is_some() {
+            return Ok(Channel::wrap(ch));
+        }
+        let cap = py.detach(|| registered_capacity(&s, name, ch.owner()));
+        Ok(Channel::remote(ch, cap))
+    }
+
+    /// The queue called ``name``, wherever it lives (see ``lookup_channel``).
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_queue(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Queue> {
+        let s = self.get(py)?;
+        let q = waiting_lookup(py, timeout, |t| s.lookup_queue(name, t))?;
+        if q.as_local().is_some() {
+            return Ok(Queue::wrap(q));
+        }
+        let cap = py.detach(|| registered_capacity(&s, name, q.owner()));
+        Ok(Queue::remote(q, cap))
+    }
+
+    /// The register called ``name``, wherever it lives (see ``lookup_channel``).
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_register(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<Register> {
+        let s = self.get(py)?;
+        let reg = waiting_lookup(py, timeout, |t| s.lookup_register(name, t))?;
+        Ok(Register { reg })
+    }
+
+    /// The record of ``name`` if a live address space has registered it now, else ``None``.
+    fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<NameRecord>> {
+        let s = self.get(py)?;
+        Ok(py.detach(|| s.lookup(name)).map(NameRecord::from))
+    }
+
+    /// Every name registered in the application now.
+    fn names(&self, py: Python<'_>) -> PyResult<Vec<NameRecord>> {
+        let s = self.get(py)?;
+        Ok(py
+            .detach(|| s.names())
+            .into_iter()
+            .map(NameRecord::from)
+            .collect())
+    }
+
+    /// Ids of the address spaces known alive, this one included.
+    fn spaces(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.get(py)?.spaces())
+    }
+
+    /// Creates a task of this space with virtual time ``vt`` on the calling thread; it
+    /// reaches every space's containers.
+    #[pyo3(signature = (vt = 0, *, name = None, zone = 0))]
+    fn task(
+        &self,
+        py: Python<'_>,
+        vt: Timestamp,
+        name: Option<String>,
+        zone: i64,
+    ) -> PyResult<Task> {
+        let s = self.get(py)?;
+        let z = zone_id(py, zone)?;
+        let t = py
+            .detach(|| s.task_in(vt, z, name.as_deref()))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Task::wrap(t))
+    }
+
+    /// Starts ``target(task, *args)`` on a new thread with a new task of this space (virtual
+    /// time ``vt``); the task exits when ``target`` returns. Returns the thread.
+    #[pyo3(signature = (target, *args, vt = 0, name = None, zone = 0, daemon = false))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn spawn(
+        &self,
+        py: Python<'_>,
+        target: &Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        vt: Timestamp,
+        name: Option<String>,
+        zone: i64,
+        daemon: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let task = self.task(py, vt, name, zone)?;
+        self.threads.spawn(py, task, target, args, daemon)
+    }
+
+    /// Joins every thread started by ``spawn``; raises the first exception one of them raised.
+    #[pyo3(signature = (timeout = None))]
+    fn join_all(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        self.threads.join_all(py, timeout)
+    }
+
+    /// What holds ``zone``'s watermark in every live address space, this one first.
+    #[pyo3(signature = (zone = 0))]
+    fn explain_cluster(&self, py: Python<'_>, zone: i64) -> PyResult<Vec<SpaceWatermark>> {
+        let s = self.get(py)?;
+        let z = zone_id(py, zone)?;
+        Ok(py
+            .detach(|| s.explain_cluster(z))
+            .into_iter()
+            .map(|(space, r)| explanation(space, r))
+            .collect())
+    }
+
+    /// Counters of this space's network activity.
+    fn stats(&self, py: Python<'_>) -> PyResult<SpaceStats> {
+        let s = self.get(py)?.stats();
+        Ok(SpaceStats {
+            served: s.served,
+            malformed: s.malformed,
+            refused: s.refused,
+            unreachable: s.unreachable,
+            cache_hits: s.cache_hits,
+            spaces_lost: s.spaces_lost,
+            pushed: s.pushed,
+            push_skipped: s.push_skipped,
+            push_received: s.push_received,
+        })
+    }
+
+    /// Leaves the application: this space's names go, and the others release what it held
+    /// at once rather than after the lease. Leaving twice is harmless.
+    fn leave(&self, py: Python<'_>) {
+        if let Some(s) = lock(&self.space).take() {
+            py.detach(|| s.leave());
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _t: Option<Bound<'_, PyAny>>,
+        _e: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) {
+        self.leave(py);
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Space(app={:?}, id={:?})", self.app, self.id)
+    }
+}
+
+pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Space>()?;
+    m.add_class::<Tls>()?;
+    m.add_class::<NameRecord>()?;
+    m.add_class::<SpaceStats>()?;
+    m.add_class::<SpaceWatermark>()?;
+    Ok(())
+}

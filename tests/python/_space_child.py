@@ -1,0 +1,90 @@
+"""An address space in a child process for the multi-process tests (``test_space.py``).
+
+``python _space_child.py ROLE APP ENDPOINT [N]`` joins application ``APP`` as a peer of the
+router at ``ENDPOINT``, plays ``ROLE`` and reports on stdout, one line per event, so the test
+can follow it without timing anything.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import stampede as sp
+
+# Long enough never to expire in a passing run.
+LONG = 30.0
+# A busy test host may starve a process for a second; only a process that dies should count
+# as gone (its links close at once, whatever the lease).
+LEASE = 5.0
+
+
+def consumer(space: sp.Space, n: int) -> None:
+    """Gets ``n`` items of ``frames`` in order (``NEXT_UNSEEN``), checking each payload."""
+    frames = space.lookup_channel("frames", timeout=LONG)
+    with space.task(0) as t:
+        inp = t.attach_input(frames)
+        t.set_virtual_time(sp.INFINITY)  # it inherits timestamps from its input
+        print("READY", flush=True)
+        for _ in range(n):
+            ts, value = inp.get(sp.NEXT_UNSEEN, timeout=LONG)
+            if value != f"frame {ts}":
+                raise AssertionError(f"item {ts} holds {value!r}")
+            inp.consume_until(ts)
+            print(f"GOT {ts}", flush=True)
+    print("DONE", flush=True)
+
+
+def producer(space: sp.Space, n: int) -> None:
+    """Puts ``frame 0`` .. ``frame n-1`` into ``frames``, its virtual time following."""
+    frames = space.lookup_channel("frames", timeout=LONG)
+    with space.task(0) as t:
+        out = t.attach_output(frames)
+        print("READY", flush=True)
+        for ts in range(n):
+            out.put(ts, f"frame {ts}", timeout=LONG)
+            t.set_virtual_time(ts + 1)
+        t.set_virtual_time(sp.INFINITY)
+    print("DONE", flush=True)
+
+
+def holder(space: sp.Space, n: int) -> None:
+    """Gets the oldest item of ``frames`` and holds it open until killed."""
+    del n
+    frames = space.lookup_channel("frames", timeout=LONG)
+    t = space.task(0)  # at visibility 0, the items already there are visible (rule 3)
+    inp = t.attach_input(frames)
+    ts, _ = inp.get(sp.OLDEST, timeout=LONG)
+    # From now on the open item alone holds the owner's watermark.
+    t.set_virtual_time(sp.INFINITY)
+    print(f"HELD {ts}", flush=True)
+    while True:
+        time.sleep(60)
+
+
+def owner(space: sp.Space, n: int) -> None:
+    """Owns ``frames`` with items 0 .. n-1 in it, until killed."""
+    frames = space.channel("frames")
+    with space.task(0) as t:
+        out = t.attach_output(frames)
+        for ts in range(n):
+            out.put(ts, f"frame {ts}")
+    print("READY", flush=True)
+    while True:
+        time.sleep(60)
+
+
+ROLES = {"consumer": consumer, "producer": producer, "holder": holder, "owner": owner}
+
+
+def main() -> None:
+    """Runs the role the command line names."""
+    role, app, endpoint = sys.argv[1:4]
+    n = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    # Peers reach each other directly: on loopback, like the router.
+    with sp.Space.join(app, connect=[endpoint], listen=["tcp/127.0.0.1:0"], lease=LEASE) as space:
+        ROLES[role](space, n)
+
+
+if __name__ == "__main__":
+    main()

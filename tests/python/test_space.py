@@ -1,0 +1,310 @@
+"""Address spaces in separate processes on loopback: a distributed application's containers
+through the same classes as local ones, garbage collection across processes, a process
+killed with SIGKILL, and the typed errors of joining, of naming and of unreachable owners.
+
+This process is the router and usually the owner; the others run ``_space_child.py``. Every
+wait has a generous deadline (a bug fails the test instead of hanging it), nothing asserts how
+long anything took, and every child is killed when its test ends.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+import stampede as sp
+from _space_child import LEASE, LONG
+from _support import wait_until
+
+CHILD = pathlib.Path(__file__).with_name("_space_child.py")
+
+
+def free_endpoint() -> str:
+    """A loopback TCP endpoint on a port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp/127.0.0.1:{s.getsockname()[1]}"
+
+
+class Child:
+    """A child address space and the lines it prints."""
+
+    def __init__(self, role: str, app: str, endpoint: str, n: int = 0) -> None:
+        self.role = role
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), role, app, endpoint, str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def expect(self, prefix: str, timeout: float = LONG) -> str:
+        """Waits for a line starting with ``prefix``; returns the rest of it."""
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(
+                    f"{self.role} printed no {prefix!r} within {timeout} s; saw {self.seen}"
+                ) from None
+            if line is None:
+                raise AssertionError(
+                    f"{self.role} exited ({self.proc.wait()}) before {prefix!r}; saw {self.seen}"
+                )
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+
+    def finish(self, timeout: float = LONG) -> list[str]:
+        """Waits for a successful exit; returns every line printed."""
+        rc = self.proc.wait(timeout)
+        while (line := self.lines.get(timeout=timeout)) is not None:
+            self.seen.append(line)
+        assert rc == 0, f"{self.role} exited with {rc}; printed {self.seen}"
+        return self.seen
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to leave."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(LONG)
+
+
+class Cluster:
+    """This process as the router of a fresh application, and the children it starts."""
+
+    def __init__(self, name: str) -> None:
+        self.app = f"t{os.getpid()}-{name}"
+        self.endpoint = free_endpoint()
+        self.space = sp.Space.join(
+            self.app, mode="router", listen=[self.endpoint], lease=LEASE
+        )
+        self.children: list[Child] = []
+
+    def start(self, role: str, n: int = 0) -> Child:
+        child = Child(role, self.app, self.endpoint, n)
+        self.children.append(child)
+        return child
+
+    def close(self) -> None:
+        for c in self.children:
+            c.kill()
+        self.space.leave()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    c = Cluster(request.node.name.replace("_", "-")[:40])
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def reclaimed_all(space: sp.Space, ch: sp.Channel) -> bool:
+    space.runtime.collect()
+    return len(ch) == 0
+
+
+def test_items_cross_processes_in_order_and_are_reclaimed_at_the_owner(
+    cluster: Cluster,
+) -> None:
+    space, n = cluster.space, 200
+    frames = space.channel("frames", capacity=4)
+    assert frames.owner is None
+    # A live task of the owner keeps the zone collecting once both others have left.
+    observer = space.task(sp.INFINITY)
+    consumer = cluster.start("consumer", n)
+    consumer.expect("READY")
+    producer = cluster.start("producer", n)
+    lines = consumer.finish()
+    got = [int(line.split()[1]) for line in lines if line.startswith("GOT ")]
+    assert got == list(range(n)), "in order, none lost"
+    producer.finish()
+    # The bounded channel never held more than its capacity, and everything went.
+    wait_until("every item is reclaimed", lambda: reclaimed_all(space, frames), LONG)
+    assert space.runtime.gc_stats().reclaimed >= n
+    assert frames.stats().puts == n
+    assert space.stats().served > 0
+    observer.exit()
+
+
+def test_a_killed_consumer_does_not_stop_the_owners_gc(cluster: Cluster) -> None:
+    space = cluster.space
+    frames = space.channel("frames", capacity=4)
+    camera = space.task(0, name="camera")
+    out = camera.attach_output(frames)
+    for ts in range(4):
+        out.put(ts, f"frame {ts}")
+    holder = cluster.start("holder")
+    assert holder.expect("HELD") == "0"
+    camera.set_virtual_time(4)
+    # The other process's open item holds the watermark, so the full channel stays full.
+    wait_until(
+        "the remote item holds the watermark",
+        lambda: space.runtime.explain().watermark == 0,
+        LONG,
+    )
+    with pytest.raises(sp.Full) as full:
+        out.try_put(4, "frame 4")
+    assert full.value.item == "frame 4"
+
+    holder.kill()
+    wait_until("the holder's space is lost", lambda: space.stats().spaces_lost >= 1, LONG)
+    # Its connection is released: the put goes through and the old items are reclaimed.
+    out.put(4, "frame 4", timeout=LONG)
+    wait_until(
+        "items 0..3 are reclaimed",
+        lambda: space.runtime.collect() >= 4 and frames.timestamps() == [4],
+        LONG,
+    )
+    assert space.runtime.gc_stats().reclaimed >= 4
+    assert holder.proc.returncode == -signal.SIGKILL
+
+
+def test_a_missing_name_times_out_with_not_found(cluster: Cluster) -> None:
+    space = cluster.space
+    with pytest.raises(sp.NotFound) as e:
+        space.lookup_channel("no/such/channel", timeout=0.5)
+    assert e.value.name == "no/such/channel"
+    assert isinstance(e.value, LookupError)
+    assert space.lookup("no/such/channel") is None
+
+
+def test_names_kinds_and_local_only_features(cluster: Cluster) -> None:
+    space = cluster.space
+    cluster.start("owner", 3).expect("READY")
+    records = {r.name: r for r in space.names()}
+    assert records["frames"].kind == "channel"
+    assert records["frames"].space != space.id
+    assert records["frames"].space in space.spaces()
+    with pytest.raises(sp.WrongKind) as e:
+        space.lookup_queue("frames", timeout=LONG)
+    assert (e.value.name, e.value.kind) == ("frames", "channel")
+
+    frames = space.lookup_channel("frames", timeout=LONG)
+    assert frames.owner == records["frames"].space
+    assert frames.name == "frames"
+    assert frames.capacity is None
+    # What only the owner knows raises NotLocal here.
+    for local_only in (len, lambda c: c.stats(), lambda c: c.arrivals(), lambda c: c.closed):
+        with pytest.raises(sp.NotLocal):
+            local_only(frames)
+    # The same connections as for a local channel, with the same semantics.
+    with space.task(0) as t:
+        inp = t.attach_input(frames)
+        with pytest.raises(sp.NotLocal):
+            inp.id
+        with pytest.raises(sp.NotLocal):
+            sp.Correlator([inp])
+        assert inp.get(sp.OLDEST, timeout=LONG) == (0, "frame 0")
+        assert t.visibility == 0  # the open remote item counts in the task's visibility
+        assert inp.try_get(2) == (2, "frame 2")
+        inp.consume_until(1)
+        with pytest.raises(sp.Gone):
+            inp.try_get(1)
+        with pytest.raises(sp.Unavailable) as u:
+            inp.try_get(7)
+        assert (u.value.below, u.value.above) == (2, None)
+        out = t.attach_output(frames)
+        with pytest.raises(sp.DuplicateTimestamp) as d:
+            out.try_put(2, "again")
+        assert d.value.item == "again"
+        t.set_virtual_time(5)
+        with pytest.raises(sp.BelowVisibility):
+            out.put(1, "late")  # visibility is 2: the item at 2 is still open
+
+
+def test_a_dead_owner_makes_operations_unreachable(cluster: Cluster) -> None:
+    space = cluster.space
+    owner = cluster.start("owner", 1)
+    owner.expect("READY")
+    frames = space.lookup_channel("frames", timeout=LONG)
+    with space.task(0) as t:
+        inp = t.attach_input(frames)
+        out = t.attach_output(frames)
+        owner.kill()
+        wait_until("the owner's space is lost", lambda: space.stats().spaces_lost >= 1, LONG)
+        with pytest.raises(sp.UnreachableError):
+            inp.get(sp.OLDEST, timeout=LONG)
+        with pytest.raises(sp.UnreachableError) as e:
+            out.put(5, "lost")
+        assert e.value.item == "lost"
+        with pytest.raises(sp.UnreachableError):
+            frames.close()
+    assert space.stats().unreachable >= 3
+
+
+def test_joining_errors_are_typed() -> None:
+    with pytest.raises(sp.ConfigError):
+        sp.Space.join("app", mode="satellite")
+    with pytest.raises(sp.ConfigError):
+        sp.Space.join("app", mode="client")  # a client needs a router to connect to
+    with pytest.raises(sp.ConfigError):
+        sp.Space.join("app", user="u")  # no password
+    with pytest.raises(sp.InvalidName):
+        sp.Space.join("a/b")
+    with pytest.raises(sp.ConnectError):
+        sp.Space.join("app", mode="client", connect=[free_endpoint()], connect_timeout=0.5)
+
+
+def test_a_space_is_a_context_manager_with_its_own_runtime() -> None:
+    with sp.Space.join(f"t{os.getpid()}-alone", listen=[free_endpoint()]) as space:
+        assert space.spaces() == [space.id]
+        ch = space.channel("frames")
+        assert space.lookup_channel("frames", timeout=0).owner is None
+        with space.task(0, name="camera") as t:
+            t.attach_output(ch).put(0, b"x")
+            child = t.child(1, name="helper")
+            assert child.name == "helper"
+            with pytest.raises(sp.BelowVisibility):
+                t.child(-1, name="early")
+        assert space.runtime.explain().watermark >= 0
+        space.runtime.close()  # the space's collector runs until the space leaves
+        [me] = space.explain_cluster()
+        assert (me.space, me.error) == (space.id, None)
+    assert space.left
+    with pytest.raises(sp.Closed):
+        space.task(0)
+    space.leave()  # leaving twice is harmless
+
+
+def test_wrong_or_missing_credentials_are_rejected(tmp_path: pathlib.Path) -> None:
+    users = tmp_path / "users"
+    users.write_text("alice:secret\n")
+    endpoint = free_endpoint()
+    app = f"t{os.getpid()}-auth"
+    with sp.Space.join(
+        app, mode="router", listen=[endpoint], credentials_file=users, user="hub", password="x"
+    ):
+        for user, password in (("alice", "wrong"), (None, None)):
+            with pytest.raises(sp.AuthRejected):
+                sp.Space.join(
+                    app,
+                    mode="client",
+                    connect=[endpoint],
+                    user=user,
+                    password=password,
+                    connect_timeout=2.0,
+                )
+        with sp.Space.join(
+            app, mode="client", connect=[endpoint], user="alice", password="secret"
+        ) as device:
+            assert len(device.spaces()) == 2
