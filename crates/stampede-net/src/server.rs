@@ -246,6 +246,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     format!("no container #{container} here"),
                 )
             })?;
+            let zone = owned.zone();
             let s = surrogate(sh, task, true)?;
             let t = &s.task;
             let e = |e: StmError| stm_error(&e);
@@ -264,6 +265,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             };
             let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
             lock(&s.conns).insert(id, (*container, Arc::new(c)));
+            sh.hold_before_ack(zone);
             Ok(Reply::Attached { conn: id })
         }
         Request::Detach { task, conn } => {
@@ -292,7 +294,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             if *consumers > 0 {
                 opts = opts.consumers(*consumers);
             }
-            match &*c {
+            let stored = match &*c {
                 Conn::ChOut(o) => o.put_with(*ts, it, opts).map(|()| Reply::Stored { seq: 0 }),
                 Conn::QOut(o) => o.put_with(*ts, it, wait).map(|t| Reply::Stored { seq: t }),
                 Conn::ROut(o) => {
@@ -308,7 +310,9 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     ))
                 }
             }
-            .map_err(|e| put_error(&e))
+            .map_err(|e| put_error(&e))?;
+            sh.hold_before_ack(ZoneId(task.zone));
+            Ok(stored)
         }
         Request::Get {
             task,

@@ -30,6 +30,14 @@ pub(crate) enum Owned {
 }
 
 impl Owned {
+    pub(crate) fn zone(&self) -> ZoneId {
+        match self {
+            Owned::Channel(c) => c.zone(),
+            Owned::Queue(c) => c.zone(),
+            Owned::Register(c) => c.zone(),
+        }
+    }
+
     pub(crate) fn close(&self) {
         match self {
             Owned::Channel(c) => c.close(),
@@ -175,6 +183,18 @@ impl Shared {
         for &(z, m) in marks {
             let m = (m != INFINITY).then_some(m);
             self.rt.set_remote_term(ZoneId(z), space, m);
+        }
+    }
+
+    /// Before an operation of another space is acknowledged: a hold it moved here (an item
+    /// put here that a connection has not consumed yet) must be in this space's published
+    /// marks before the requester drops its own hold, or a third space's floor could pass
+    /// it in between.
+    pub(crate) fn hold_before_ack(&self, zone: ZoneId) {
+        let before = self.rt.local_mark(zone);
+        self.rt.collect_zone(zone);
+        if self.rt.local_mark(zone) < before {
+            self.publish_marks();
         }
     }
 

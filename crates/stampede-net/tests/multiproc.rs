@@ -349,7 +349,9 @@ fn queue_jobs_spread_over_several_processes() {
     let jobs = space
         .queue(ContainerOptions::bounded(8).name("jobs"))
         .unwrap();
-    let _observer = space.task(INFINITY).unwrap();
+    // Holds the floor at 0 until both producers are done: the one starting at 1000 could
+    // otherwise raise it above the other's first job before that one has a task.
+    let hold = space.task(0).unwrap();
     let mut consumers: Vec<Proc> = (0..2).map(|_| spawn("qconsumer", &ep, &app, &[])).collect();
     for c in &mut consumers {
         c.expect("READY", T);
@@ -369,6 +371,7 @@ fn queue_jobs_spread_over_several_processes() {
     for p in &mut producers {
         p.finish(T);
     }
+    hold.set_virtual_time(INFINITY).unwrap();
     let mut taken = Vec::new();
     for c in &mut consumers {
         let lines = c.finish(T);
