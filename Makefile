@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LOOM_TARGET := target/loom
 
-.PHONY: demo test test-rust test-loom test-python lint lint-python bench setup python clean
+.PHONY: demo test test-rust test-loom test-python test-c lint lint-python bench setup python c c-programs clean
 
 # The Python package lives in .venv, built by maturin into the workspace's target directory
 # (release profile, shared with `cargo build --release`).
@@ -34,7 +34,7 @@ demo: python
 demo-distributed: python
 	$(PY) -m stampede.demo --distributed
 
-test: setup lint test-rust test-loom test-python
+test: setup lint test-rust test-loom test-python test-c
 
 test-rust:
 	$(CARGO) test --workspace --all-targets
@@ -48,7 +48,8 @@ test-loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
 		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
-test-python: python lint-python
+# The conference test runs the mixer binary and the C participant next to the Python one.
+test-python: python lint-python c conference
 	$(PY) -m pytest -q
 
 lint-python: python
@@ -60,10 +61,50 @@ lint: setup lint-python
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
+# The video-conference mixer, participants and TCP baseline (docs/conference.md).
+.PHONY: conference
+conference: setup
+	$(CARGO) build --release -p stampede-conference
+
 bench: python
 	$(CARGO) run --release -p stampede-bench -- --out bench-results/core.json
 	$(CARGO) run --release -p stampede-net-bench -- --out bench-results/net.json
 	$(PY) bench/python_bench.py --out bench-results/python.json
+	$(CARGO) run --release -p stampede-conference -- bench --out bench-results/conference.json
+
+# The C API: libstampede_c.{a,so} from cargo, the examples and the C test runner linked
+# statically against it. The runner also runs under AddressSanitizer, whose leak checker
+# fails the run on any leak.
+C_DIR := target/c
+C_HEADER := crates/stampede-c/include/stampede.h
+C_LIB := target/release/libstampede_c.a
+C_LIBS := -lpthread -ldl -lm -lrt -lutil -lgcc_s
+C_FLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icrates/stampede-c/include
+C_PROGRAMS := $(patsubst examples/c/%.c,$(C_DIR)/%,$(wildcard examples/c/*.c)) \
+	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan
+
+c: setup
+	$(CARGO) build --release -p stampede-c
+	@$(MAKE) --no-print-directory c-programs
+
+c-programs: $(C_PROGRAMS)
+
+$(C_DIR)/%: examples/c/%.c $(C_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
+
+$(C_DIR)/test_stampede: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
+
+$(C_DIR)/test_stampede_asan: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) -O1 -fsanitize=address -fno-omit-frame-pointer $< $(C_LIB) $(C_LIBS) -o $@
+
+# TAP output; the last line is the summary CI reads.
+test-c: c
+	$(C_DIR)/test_stampede
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 $(C_DIR)/test_stampede_asan
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,30 @@
+//! The C API of Stampede.
+//!
+//! A C ABI over the runtime, built as `libstampede_c.so` and `libstampede_c.a`, with the header
+//! `include/stampede.h` generated from this crate. Handles are opaque pointers with explicit
+//! free functions; calls return an `stp_status` and leave a message in `stp_last_error()`;
+//! panics are caught at the boundary. The same calls work on the embedded runtime and on an
+//! address space joined to a distributed application, and on containers found there by name.
+//!
+//! Items are shared with Rust and Python unchanged: bytes, text and n-dimensional arrays
+//! carry the same type tags and layout in every language.
+
+#![allow(clippy::missing_safety_doc)] // every exported function documents its contract in `# Safety`
+
+mod error;
+mod item;
+mod pacing;
+mod space;
+mod stm;
+
+pub use error::{stp_last_error, stp_last_neighbors, stp_neighbors, stp_status, stp_status_name};
+pub use item::*;
+pub use pacing::*;
+pub use space::*;
+pub use stm::*;
+
+/// The library's version, e.g. "0.1.0". Static; never NULL.
+#[no_mangle]
+pub extern "C" fn stp_version() -> *const std::ffi::c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

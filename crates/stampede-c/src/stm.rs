@@ -1,0 +1,1000 @@
+//! Space-Time Memory: containers, tasks, connections and their operations.
+//!
+//! One set of functions serves local and remote containers: a container found by name in
+//! another address space behaves like one made here.
+
+use std::ffi::c_char;
+
+use stampede_core::{self as core, ContainerOptions, PutOptions, Selector, Wait, ZoneId};
+use stampede_net as net;
+
+use crate::error::{
+    boxed, guard, guard_value, handle, need_out, opt_text, put_out, release, stp_status, text,
+    Error, Result,
+};
+use crate::item::{new_item, stp_item};
+use crate::space::{millis, poll_local, stp_runtime, wait_budget};
+
+/// Which item a channel get asks for.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum stp_selector {
+    /// The item with exactly the given timestamp.
+    STP_EXACT = 0,
+    /// The oldest item not consumed on this connection.
+    STP_OLDEST = 1,
+    /// The newest item not consumed on this connection.
+    STP_NEWEST = 2,
+    /// The newest item this connection has never gotten; skips stale items.
+    STP_NEWEST_UNSEEN = 3,
+    /// The oldest unconsumed item newer than this connection's last get (in-order streaming).
+    STP_NEXT_UNSEEN = 4,
+}
+
+const _: () = assert!(STP_INFINITY == core::INFINITY);
+
+/// A task's virtual time at creation: the lowest allowed now (the zone's floor).
+pub const STP_AT_FLOOR: i64 = -9_223_372_036_854_775_808;
+const _: () = assert!(STP_AT_FLOOR == i64::MIN);
+
+/// Blocks forever (a `timeout_ms` value).
+pub const STP_FOREVER: i64 = -1;
+/// The largest timestamp; a virtual time that holds nothing back.
+pub const STP_INFINITY: i64 = 9_223_372_036_854_775_807;
+
+pub(crate) fn wait(timeout_ms: i64) -> Wait {
+    match timeout_ms {
+        t if t < 0 => Wait::Forever,
+        0 => Wait::Never,
+        t => Wait::For(millis(t)),
+    }
+}
+
+fn selector(kind: i32, ts: i64) -> Result<Selector> {
+    Ok(match kind {
+        0 => Selector::Exact(ts),
+        1 => Selector::Oldest,
+        2 => Selector::Newest,
+        3 => Selector::NewestUnseen,
+        4 => Selector::NextUnseen,
+        k => return Err(Error::invalid(format!("{k} is not an stp_selector"))),
+    })
+}
+
+fn options(name: Option<&str>, capacity: usize, zone: u32) -> ContainerOptions {
+    let mut o = if capacity == 0 {
+        ContainerOptions::unbounded()
+    } else {
+        ContainerOptions::bounded(capacity)
+    };
+    if let Some(n) = name {
+        o = o.name(n);
+    }
+    o.zone(ZoneId(zone))
+}
+
+/// Containers share their constructor, lookup, close and free; the handles differ in type.
+pub(crate) trait Handle: Sized {
+    type Net: net::Container + Closable;
+    const KIND: &'static str;
+    fn wrap(c: Self::Net) -> Self;
+    fn net(&self) -> &Self::Net;
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<Self::Net>;
+    /// The container called `name` in an embedded runtime: `None` while there is none.
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<Self::Net>>;
+    fn find_remote(s: &net::Space, name: &str, timeout: std::time::Duration) -> Result<Self::Net>;
+}
+
+/// The lookup result for a name that is missing (keep waiting) or of another kind.
+fn wrong_kind<T>(name: &str, found: Option<core::Named>) -> Result<Option<T>> {
+    let is = match found {
+        None => return Ok(None),
+        Some(core::Named::Channel(_)) => "channel",
+        Some(core::Named::Queue(_)) => "queue",
+        Some(core::Named::Register(_)) => "register",
+        Some(_) => "container of another kind",
+    };
+    Err(Error::new(
+        stp_status::STP_WRONG_KIND,
+        format!("{name:?} is a {is}"),
+    ))
+}
+
+unsafe fn new_container<H: Handle>(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    capacity: usize,
+    zone: u32,
+    out: *mut *mut H,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (rt, name) = unsafe { (handle(rt, "rt")?, opt_text(name, "name")?) };
+        need_out(out, "out")?;
+        let c = H::make(rt, options(name, capacity, zone))?;
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, boxed(H::wrap(c)), "out") }
+    })
+}
+
+unsafe fn lookup_container<H: Handle>(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    timeout_ms: i64,
+    out: *mut *mut H,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (rt, name) = unsafe { (handle(rt, "rt")?, text(name, "name")?) };
+        need_out(out, "out")?;
+        let c = match rt.space() {
+            Some(s) => H::find_remote(s, name, wait_budget(timeout_ms))?,
+            None => poll_local(timeout_ms, name, || H::find_local(rt.core(), name))?,
+        };
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, boxed(H::wrap(c)), "out") }
+    })
+}
+
+unsafe fn close_container<H: Handle>(c: *const H) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle(c, H::KIND) }?;
+        c.net().close()?;
+        Ok(())
+    })
+}
+
+/// Closing, which each container type has as its own method.
+pub(crate) trait Closable {
+    fn close(&self) -> std::result::Result<(), core::StmError>;
+}
+
+impl Closable for net::Channel {
+    fn close(&self) -> std::result::Result<(), core::StmError> {
+        net::Channel::close(self)
+    }
+}
+
+impl Closable for net::Queue {
+    fn close(&self) -> std::result::Result<(), core::StmError> {
+        net::Queue::close(self)
+    }
+}
+
+impl Closable for net::Register {
+    fn close(&self) -> std::result::Result<(), core::StmError> {
+        net::Register::close(self)
+    }
+}
+
+/// A channel: time-indexed items, here or in another address space.
+#[allow(non_camel_case_types)]
+pub struct stp_channel {
+    c: net::Channel,
+}
+
+/// A queue: items each taken by one getter, here or in another address space.
+#[allow(non_camel_case_types)]
+pub struct stp_queue {
+    c: net::Queue,
+}
+
+/// A register: one current value, here or in another address space.
+#[allow(non_camel_case_types)]
+pub struct stp_register {
+    c: net::Register,
+}
+
+impl Handle for stp_channel {
+    type Net = net::Channel;
+    const KIND: &'static str = "channel";
+    fn wrap(c: net::Channel) -> Self {
+        stp_channel { c }
+    }
+    fn net(&self) -> &net::Channel {
+        &self.c
+    }
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Channel> {
+        Ok(match rt.space() {
+            Some(s) => s.channel(opts)?,
+            None => rt.core().channel(opts)?.into(),
+        })
+    }
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Channel>> {
+        match rt.lookup(name) {
+            Some(core::Named::Channel(c)) => Ok(Some(c.into())),
+            other => wrong_kind(name, other),
+        }
+    }
+    fn find_remote(
+        s: &net::Space,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Result<net::Channel> {
+        Ok(s.lookup_channel(name, timeout)?)
+    }
+}
+
+impl Handle for stp_queue {
+    type Net = net::Queue;
+    const KIND: &'static str = "queue";
+    fn wrap(c: net::Queue) -> Self {
+        stp_queue { c }
+    }
+    fn net(&self) -> &net::Queue {
+        &self.c
+    }
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Queue> {
+        Ok(match rt.space() {
+            Some(s) => s.queue(opts)?,
+            None => rt.core().queue(opts)?.into(),
+        })
+    }
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Queue>> {
+        match rt.lookup(name) {
+            Some(core::Named::Queue(q)) => Ok(Some(q.into())),
+            other => wrong_kind(name, other),
+        }
+    }
+    fn find_remote(s: &net::Space, name: &str, timeout: std::time::Duration) -> Result<net::Queue> {
+        Ok(s.lookup_queue(name, timeout)?)
+    }
+}
+
+impl Handle for stp_register {
+    type Net = net::Register;
+    const KIND: &'static str = "register";
+    fn wrap(c: net::Register) -> Self {
+        stp_register { c }
+    }
+    fn net(&self) -> &net::Register {
+        &self.c
+    }
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Register> {
+        Ok(match rt.space() {
+            Some(s) => s.register_container(opts)?,
+            None => rt.core().register(opts)?.into(),
+        })
+    }
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Register>> {
+        match rt.lookup(name) {
+            Some(core::Named::Register(r)) => Ok(Some(r.into())),
+            other => wrong_kind(name, other),
+        }
+    }
+    fn find_remote(
+        s: &net::Space,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Result<net::Register> {
+        Ok(s.lookup_register(name, timeout)?)
+    }
+}
+
+/// A new channel in this runtime: `name` registers it (NULL for none), `capacity` bounds it
+/// (0 for unbounded), `zone` is its time zone (0 is the default).
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NULL or NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_new(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    capacity: usize,
+    zone: u32,
+    out: *mut *mut stp_channel,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { new_container(rt, name, capacity, zone, out) }
+}
+
+/// The channel registered as `name`, waiting up to `timeout_ms` for it to appear: in this
+/// process for an embedded runtime, anywhere in the application for an address space.
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_lookup(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    timeout_ms: i64,
+    out: *mut *mut stp_channel,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { lookup_container(rt, name, timeout_ms, out) }
+}
+
+/// Closes the channel: puts fail, gets drain what is left.
+///
+/// # Safety
+/// `c` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_close(c: *const stp_channel) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { close_container(c) }
+}
+
+/// Releases this handle; the channel lives on while it has a name or connections. NULL is
+/// ignored.
+///
+/// # Safety
+/// `c` is NULL or a live handle, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_free(c: *mut stp_channel) {
+    // SAFETY: forwarded contract.
+    unsafe { release(c) }
+}
+
+/// A new queue in this runtime: `name` registers it (NULL for none), `capacity` bounds it
+/// (0 for unbounded), `zone` is its time zone (0 is the default).
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NULL or NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_new(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    capacity: usize,
+    zone: u32,
+    out: *mut *mut stp_queue,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { new_container(rt, name, capacity, zone, out) }
+}
+
+/// The queue registered as `name`, waiting up to `timeout_ms` for it to appear: in this
+/// process for an embedded runtime, anywhere in the application for an address space.
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_lookup(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    timeout_ms: i64,
+    out: *mut *mut stp_queue,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { lookup_container(rt, name, timeout_ms, out) }
+}
+
+/// Closes the queue: puts fail, gets drain what is left.
+///
+/// # Safety
+/// `c` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_close(c: *const stp_queue) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { close_container(c) }
+}
+
+/// Releases this handle; the queue lives on while it has a name or connections. NULL is
+/// ignored.
+///
+/// # Safety
+/// `c` is NULL or a live handle, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_free(c: *mut stp_queue) {
+    // SAFETY: forwarded contract.
+    unsafe { release(c) }
+}
+
+/// A new register in this runtime: `name` registers it (NULL for none), `capacity` bounds it
+/// (0 for unbounded), `zone` is its time zone (0 is the default).
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NULL or NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_new(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    capacity: usize,
+    zone: u32,
+    out: *mut *mut stp_register,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { new_container(rt, name, capacity, zone, out) }
+}
+
+/// The register registered as `name`, waiting up to `timeout_ms` for it to appear: in this
+/// process for an embedded runtime, anywhere in the application for an address space.
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_lookup(
+    rt: *const stp_runtime,
+    name: *const c_char,
+    timeout_ms: i64,
+    out: *mut *mut stp_register,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { lookup_container(rt, name, timeout_ms, out) }
+}
+
+/// Closes the register: puts fail, gets drain what is left.
+///
+/// # Safety
+/// `c` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_close(c: *const stp_register) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { close_container(c) }
+}
+
+/// Releases this handle; the register lives on while it has a name or connections. NULL is
+/// ignored.
+///
+/// # Safety
+/// `c` is NULL or a live handle, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_free(c: *mut stp_register) {
+    // SAFETY: forwarded contract.
+    unsafe { release(c) }
+}
+
+/// A task: a thread of control with a virtual time. Use it from any thread; its connections
+/// belong to it.
+#[allow(non_camel_case_types)]
+pub struct stp_task {
+    t: net::Task,
+}
+
+/// A new root task at virtual time `vt` in the default zone (see `stp_task_new_in`).
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NULL or NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_new(
+    rt: *const stp_runtime,
+    vt: i64,
+    name: *const c_char,
+    out: *mut *mut stp_task,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe { stp_task_new_in(rt, vt, 0, name, out) }
+}
+
+/// A new root task at virtual time `vt` in time zone `zone`. `vt` may be `STP_AT_FLOOR`: the
+/// lowest virtual time allowed now (0 until the zone's floor passes it), which is what a task joining a running application
+/// usually wants (0 is refused once the zone's floor has passed it). `STP_INFINITY` holds
+/// nothing back. `name` is for diagnostics (NULL for a default).
+///
+/// # Safety
+/// `rt` is a live runtime; `name` NULL or NUL-terminated; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_new_in(
+    rt: *const stp_runtime,
+    vt: i64,
+    zone: u32,
+    name: *const c_char,
+    out: *mut *mut stp_task,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (rt, name) = unsafe { (handle(rt, "rt")?, opt_text(name, "name")?) };
+        need_out(out, "out")?;
+        let zone = ZoneId(zone);
+        let create = |vt| -> std::result::Result<net::Task, Error> {
+            Ok(match rt.space() {
+                Some(s) => s.task_in(vt, zone, name)?,
+                None => {
+                    let mut b = rt.core().task_builder().virtual_time(vt).zone(zone);
+                    if let Some(n) = name {
+                        b = b.name(n);
+                    }
+                    net::Task::from_core(b.create()?)
+                }
+            })
+        };
+        let t = if vt == STP_AT_FLOOR {
+            // The floor may rise between reading it and creating the task: retry from the
+            // minimum the refusal reports.
+            let mut at = rt.core().gc_stats(zone).floor.max(0);
+            let mut tries = 0;
+            loop {
+                match create(at) {
+                    Err(e) if e.status == stp_status::STP_BELOW_VISIBILITY && tries < 8 => {
+                        at = rt.core().gc_stats(zone).floor.max(at + 1);
+                        tries += 1;
+                    }
+                    r => break r?,
+                }
+            }
+        } else {
+            create(vt)?
+        };
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, boxed(stp_task { t }), "out") }
+    })
+}
+
+/// A child task at virtual time `vt`, which must be at least the parent's visibility.
+///
+/// # Safety
+/// `task` is a live task; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_child(
+    task: *const stp_task,
+    vt: i64,
+    out: *mut *mut stp_task,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let task = unsafe { handle(task, "task") }?;
+        need_out(out, "out")?;
+        let t = task.t.child(vt)?;
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, boxed(stp_task { t }), "out") }
+    })
+}
+
+/// The task's virtual time; `STP_INFINITY` for NULL.
+///
+/// # Safety
+/// `task` is NULL or a live task.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_virtual_time(task: *const stp_task) -> i64 {
+    guard_value(STP_INFINITY, || {
+        // SAFETY: forwarded contract.
+        unsafe { handle(task, "task") }.map_or(STP_INFINITY, |t| t.t.virtual_time())
+    })
+}
+
+/// The task's visibility: the lowest timestamp it may still put or ask for.
+///
+/// # Safety
+/// `task` is NULL or a live task.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_visibility(task: *const stp_task) -> i64 {
+    guard_value(STP_INFINITY, || {
+        // SAFETY: forwarded contract.
+        unsafe { handle(task, "task") }.map_or(STP_INFINITY, |t| t.t.visibility())
+    })
+}
+
+/// Moves the task's virtual time; it may not go below its visibility.
+///
+/// # Safety
+/// `task` is a live task.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_set_virtual_time(task: *const stp_task, vt: i64) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { handle(task, "task") }?.t.set_virtual_time(vt)?;
+        Ok(())
+    })
+}
+
+/// Ends the task: its connections detach and it no longer holds the watermark. NULL is
+/// ignored.
+///
+/// # Safety
+/// `task` is NULL or a live task, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_task_free(task: *mut stp_task) {
+    // SAFETY: forwarded contract.
+    unsafe { release(task) }
+}
+
+unsafe fn attach<H: Handle, C>(
+    task: *const stp_task,
+    container: *const H,
+    out: *mut *mut C,
+    connect: impl FnOnce(&net::Task, &H::Net) -> std::result::Result<C, core::StmError>,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (t, c) = unsafe { (handle(task, "task")?, handle(container, H::KIND)?) };
+        need_out(out, "out")?;
+        let conn = connect(&t.t, c.net())?;
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, boxed(conn), "out") }
+    })
+}
+
+/// An input connection to a channel.
+#[allow(non_camel_case_types)]
+pub struct stp_channel_in {
+    c: net::InputConnection<net::Channel>,
+}
+
+/// Attaches an input connection of `task` to a channel.
+///
+/// # Safety
+/// `task` and `channel` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_attach_input(
+    task: *const stp_task,
+    channel: *const stp_channel,
+    out: *mut *mut stp_channel_in,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, channel, out, |t, c| {
+            t.attach_input(c).map(|c| stp_channel_in { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_in_free(conn: *mut stp_channel_in) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// An output connection to a channel.
+#[allow(non_camel_case_types)]
+pub struct stp_channel_out {
+    c: net::OutputConnection<net::Channel>,
+}
+
+/// Attaches an output connection of `task` to a channel.
+///
+/// # Safety
+/// `task` and `channel` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_attach_output(
+    task: *const stp_task,
+    channel: *const stp_channel,
+    out: *mut *mut stp_channel_out,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, channel, out, |t, c| {
+            t.attach_output(c).map(|c| stp_channel_out { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_out_free(conn: *mut stp_channel_out) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// An input connection to a queue.
+#[allow(non_camel_case_types)]
+pub struct stp_queue_in {
+    c: net::InputConnection<net::Queue>,
+}
+
+/// Attaches an input connection of `task` to a queue.
+///
+/// # Safety
+/// `task` and `queue` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_attach_input(
+    task: *const stp_task,
+    queue: *const stp_queue,
+    out: *mut *mut stp_queue_in,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, queue, out, |t, c| {
+            t.attach_input(c).map(|c| stp_queue_in { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_in_free(conn: *mut stp_queue_in) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// An output connection to a queue.
+#[allow(non_camel_case_types)]
+pub struct stp_queue_out {
+    c: net::OutputConnection<net::Queue>,
+}
+
+/// Attaches an output connection of `task` to a queue.
+///
+/// # Safety
+/// `task` and `queue` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_attach_output(
+    task: *const stp_task,
+    queue: *const stp_queue,
+    out: *mut *mut stp_queue_out,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, queue, out, |t, c| {
+            t.attach_output(c).map(|c| stp_queue_out { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_out_free(conn: *mut stp_queue_out) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// An input connection to a register.
+#[allow(non_camel_case_types)]
+pub struct stp_register_in {
+    c: net::InputConnection<net::Register>,
+}
+
+/// Attaches an input connection of `task` to a register.
+///
+/// # Safety
+/// `task` and `register` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_attach_input(
+    task: *const stp_task,
+    register: *const stp_register,
+    out: *mut *mut stp_register_in,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, register, out, |t, c| {
+            t.attach_input(c).map(|c| stp_register_in { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_in_free(conn: *mut stp_register_in) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// An output connection to a register.
+#[allow(non_camel_case_types)]
+pub struct stp_register_out {
+    c: net::OutputConnection<net::Register>,
+}
+
+/// Attaches an output connection of `task` to a register.
+///
+/// # Safety
+/// `task` and `register` are live handles; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_attach_output(
+    task: *const stp_task,
+    register: *const stp_register,
+    out: *mut *mut stp_register_out,
+) -> stp_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        attach(task, register, out, |t, c| {
+            t.attach_output(c).map(|c| stp_register_out { c })
+        })
+    }
+}
+
+/// Detaches and releases the connection. NULL is ignored.
+///
+/// # Safety
+/// `conn` is NULL or a live connection, not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_out_free(conn: *mut stp_register_out) {
+    // SAFETY: forwarded contract.
+    unsafe { release(conn) }
+}
+
+/// Puts `item` at timestamp `ts`, waiting up to `timeout_ms` for space in a bounded channel.
+/// `consumers` > 0 reclaims the item once that many connections consumed it (0: when every
+/// connection has, or the watermark passes it). The item stays owned by the caller.
+///
+/// # Safety
+/// `conn` and `item` are live handles.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_put(
+    conn: *const stp_channel_out,
+    ts: i64,
+    item: *const stp_item,
+    consumers: u32,
+    timeout_ms: i64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
+        let mut opts = PutOptions::default().wait(wait(timeout_ms));
+        if consumers > 0 {
+            opts = opts.consumers(consumers);
+        }
+        c.c.put_with(ts, item.item.clone(), opts)?;
+        Ok(())
+    })
+}
+
+/// Gets the item `selector` picks (`ts` is used by `STP_EXACT` only), waiting up to
+/// `timeout_ms`. On success `*out_ts` and `*out_item` (a new item the caller frees) are set.
+/// `STP_TIMEOUT` and `STP_UNAVAILABLE` report the nearest timestamps in `stp_last_neighbors()`.
+///
+/// # Safety
+/// `conn` is a live connection; `out_ts` and `out_item` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_get(
+    conn: *const stp_channel_in,
+    selector_kind: i32,
+    ts: i64,
+    timeout_ms: i64,
+    out_ts: *mut i64,
+    out_item: *mut *mut stp_item,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle(conn, "conn") }?;
+        need_out(out_ts, "out_ts")?;
+        need_out(out_item, "out_item")?;
+        let (got, item) =
+            c.c.get_with(selector(selector_kind, ts)?, wait(timeout_ms))?;
+        // SAFETY: checked non-NULL above; writable by the caller's contract.
+        unsafe {
+            put_out(out_ts, got, "out_ts")?;
+            put_out(out_item, new_item(item), "out_item")
+        }
+    })
+}
+
+/// Marks the item at `ts` consumed on this connection.
+///
+/// # Safety
+/// `conn` is a live connection.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_consume(conn: *const stp_channel_in, ts: i64) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { handle(conn, "conn") }?.c.consume(ts)?;
+        Ok(())
+    })
+}
+
+/// Marks every item up to and including `ts` consumed on this connection.
+///
+/// # Safety
+/// `conn` is a live connection.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_consume_until(
+    conn: *const stp_channel_in,
+    ts: i64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { handle(conn, "conn") }?.c.consume_until(ts)?;
+        Ok(())
+    })
+}
+
+/// Puts `item` at `ts` on a queue, waiting up to `timeout_ms` for space; `*out_ticket` (may be
+/// NULL) receives the item's ticket.
+///
+/// # Safety
+/// `conn` and `item` are live handles; `out_ticket` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_put(
+    conn: *const stp_queue_out,
+    ts: i64,
+    item: *const stp_item,
+    timeout_ms: i64,
+    out_ticket: *mut u64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
+        let ticket = c.c.put_with(ts, item.item.clone(), wait(timeout_ms))?;
+        if !out_ticket.is_null() {
+            // SAFETY: non-NULL and writable by the caller's contract.
+            unsafe { out_ticket.write(ticket) };
+        }
+        Ok(())
+    })
+}
+
+/// Takes the next item of a queue (each item goes to exactly one getter), waiting up to
+/// `timeout_ms`. Consume it by its ticket when done.
+///
+/// # Safety
+/// `conn` is a live connection; the out-pointers are writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_get(
+    conn: *const stp_queue_in,
+    timeout_ms: i64,
+    out_ts: *mut i64,
+    out_ticket: *mut u64,
+    out_item: *mut *mut stp_item,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle(conn, "conn") }?;
+        need_out(out_ts, "out_ts")?;
+        need_out(out_ticket, "out_ticket")?;
+        need_out(out_item, "out_item")?;
+        let q = c.c.get_with(wait(timeout_ms))?;
+        // SAFETY: checked non-NULL above; writable by the caller's contract.
+        unsafe {
+            put_out(out_ts, q.ts, "out_ts")?;
+            put_out(out_ticket, q.ticket, "out_ticket")?;
+            put_out(out_item, new_item(q.item), "out_item")
+        }
+    })
+}
+
+/// Marks the queue item with `ticket` consumed.
+///
+/// # Safety
+/// `conn` is a live connection.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_consume(conn: *const stp_queue_in, ticket: u64) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { handle(conn, "conn") }?.c.consume(ticket)?;
+        Ok(())
+    })
+}
+
+/// Writes a new value to a register; `*out_seq` (may be NULL) receives its sequence number.
+///
+/// # Safety
+/// `conn` and `item` are live handles; `out_seq` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_write(
+    conn: *const stp_register_out,
+    item: *const stp_item,
+    out_seq: *mut u64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
+        let seq = c.c.write(item.item.clone())?;
+        if !out_seq.is_null() {
+            // SAFETY: non-NULL and writable by the caller's contract.
+            unsafe { out_seq.write(seq) };
+        }
+        Ok(())
+    })
+}
+
+/// Reads a register value this connection has not read yet, waiting up to `timeout_ms` for
+/// one.
+///
+/// # Safety
+/// `conn` is a live connection; the out-pointers are writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_read(
+    conn: *const stp_register_in,
+    timeout_ms: i64,
+    out_seq: *mut u64,
+    out_item: *mut *mut stp_item,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle(conn, "conn") }?;
+        need_out(out_seq, "out_seq")?;
+        need_out(out_item, "out_item")?;
+        let (seq, item) = c.c.read_with(wait(timeout_ms))?;
+        // SAFETY: checked non-NULL above; writable by the caller's contract.
+        unsafe {
+            put_out(out_seq, seq, "out_seq")?;
+            put_out(out_item, new_item(item), "out_item")
+        }
+    })
+}
