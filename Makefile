@@ -81,7 +81,7 @@ C_LIB := target/release/libstampede_c.a
 C_LIBS := -lpthread -ldl -lm -lrt -lutil -lgcc_s
 C_FLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icrates/stampede-c/include
 C_PROGRAMS := $(patsubst examples/c/%.c,$(C_DIR)/%,$(wildcard examples/c/*.c)) \
-	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan
+	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan $(C_DIR)/pipeline_shared
 
 c: setup
 	$(CARGO) build --release -p stampede-c
@@ -93,6 +93,11 @@ $(C_DIR)/%: examples/c/%.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
 	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
 
+# The same example linked against the shared library.
+$(C_DIR)/pipeline_shared: examples/c/pipeline.c $(C_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) $< -Ltarget/release -Wl,-rpath,$(abspath target/release) -lstampede_c -o $@
+
 $(C_DIR)/test_stampede: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
 	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
@@ -103,6 +108,8 @@ $(C_DIR)/test_stampede_asan: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
 
 # TAP output; the last line is the summary CI reads.
 test-c: c
+	$(C_DIR)/pipeline 20 200 >/dev/null
+	$(C_DIR)/pipeline_shared 20 200 >/dev/null
 	$(C_DIR)/test_stampede
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 $(C_DIR)/test_stampede_asan
 
