@@ -24,7 +24,7 @@ use stampede_core::{LateAction, Pacer};
 
 use crate::error::ConferenceError;
 use crate::frame::{compose, fill_frame, FrameSize, Tile};
-use crate::report::{emit, Display, FpsMeter, MixerReport, Summary};
+use crate::report::{emit, DisplayStats, FpsMeter, MixerReport, Summary};
 use crate::stop::Stop;
 
 /// Where the baseline mixer listens unless told otherwise.
@@ -312,7 +312,7 @@ pub fn run_baseline_participant(
     let first = read_u64(&mut reader).map_err(io("reading the welcome"))?;
     emit(&serde_json::json!({"event": "joined", "id": opts.id, "clock": first, "t0": first}));
 
-    let display = Display::new(opts.id, opts.frame);
+    let display = DisplayStats::new(opts.id, opts.frame);
     let frames_put = AtomicU64::new(0);
     let (cam_result, display_result) = std::thread::scope(|s| {
         let writer = &stream;
@@ -389,7 +389,7 @@ fn camera(
     Ok(())
 }
 
-fn show(reader: &mut BufReader<TcpStream>, display: &Display) -> Result<(), ConferenceError> {
+fn show(reader: &mut BufReader<TcpStream>, display: &DisplayStats) -> Result<(), ConferenceError> {
     let mut data = Vec::new();
     loop {
         let header = (|| {

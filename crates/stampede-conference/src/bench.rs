@@ -152,20 +152,20 @@ struct Line {
 }
 
 /// A child process, killed and reaped when dropped so no error path leaves one behind.
-struct Kid {
+struct ChildProcess {
     name: String,
     child: Child,
     stdin: Option<ChildStdin>,
 }
 
-impl Kid {
+impl ChildProcess {
     fn spawn(
         exe: &Path,
         args: &[String],
         who: usize,
         name: String,
         lines: &Sender<Line>,
-    ) -> Result<Kid, ConferenceError> {
+    ) -> Result<ChildProcess, ConferenceError> {
         let mut cmd = Command::new(exe);
         // Departures at the end of every run are expected: only errors are news.
         if std::env::var_os("RUST_LOG").is_none() {
@@ -195,7 +195,7 @@ impl Kid {
                 }
             });
         }
-        Ok(Kid { name, child, stdin })
+        Ok(ChildProcess { name, child, stdin })
     }
 
     /// Closes standard input, which tells a participant to leave.
@@ -206,7 +206,7 @@ impl Kid {
     }
 }
 
-impl Drop for Kid {
+impl Drop for ChildProcess {
     fn drop(&mut self) {
         self.stdin.take();
         if matches!(self.child.try_wait(), Ok(None)) {
@@ -219,6 +219,30 @@ impl Drop for Kid {
 fn event_of(text: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
     Some(v.get("event")?.as_str()?.to_owned())
+}
+
+/// Hands every line arriving before `until` to `f`.
+fn drain_until(
+    rx: &Receiver<Line>,
+    until: Instant,
+    what: &str,
+    mut f: impl FnMut(Line),
+) -> Result<(), ConferenceError> {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        match rx.recv_timeout(left) {
+            Ok(l) => f(l),
+            Err(RecvTimeoutError::Timeout) => return Ok(()),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(ConferenceError::Child(format!(
+                    "{what}: every process exited"
+                )))
+            }
+        }
+    }
 }
 
 /// One run's outcome.
@@ -278,7 +302,7 @@ fn run_once(
         }
     };
     let what = format!("{} k={k} size={size_kb}KB", system.name());
-    let mut mixer = Kid::spawn(&opts.exe, &mixer_args, 0, format!("{what} mixer"), &tx)?;
+    let mut mixer = ChildProcess::spawn(&opts.exe, &mixer_args, 0, format!("{what} mixer"), &tx)?;
     let deadline = Instant::now() + STARTUP_TIMEOUT;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -292,7 +316,7 @@ fn run_once(
             }
         }
     }
-    let mut kids = Vec::with_capacity(k);
+    let mut participants = Vec::with_capacity(k);
     for id in 1..=k {
         let mut a = participant_args.clone();
         let id_s = id.to_string();
@@ -311,7 +335,7 @@ fn run_once(
             "--report-ms",
             &report,
         ]));
-        kids.push(Kid::spawn(
+        participants.push(ChildProcess::spawn(
             &opts.exe,
             &a,
             id,
@@ -347,34 +371,16 @@ fn run_once(
             }
         }
     }
-    let drain_until = |until: Instant, mut f: Box<dyn FnMut(Line) + '_>| loop {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(());
-        }
-        match rx.recv_timeout(left) {
-            Ok(l) => f(l),
-            Err(RecvTimeoutError::Timeout) => return Ok(()),
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(ConferenceError::Child(format!(
-                    "{what}: every process exited"
-                )))
-            }
-        }
-    };
-    drain_until(Instant::now() + opts.warmup, Box::new(|_| {}))?;
+    drain_until(&rx, Instant::now() + opts.warmup, &what, |_| {})?;
     let mut seen: Vec<Vec<(Instant, u64)>> = vec![Vec::new(); k + 1];
     // Bad tiles per participant: counts only grow, so the last word is the largest.
     let mut bad = vec![0u64; k + 1];
-    drain_until(
-        Instant::now() + opts.window,
-        Box::new(|l| {
-            if let Some(r) = reports(&l) {
-                seen[l.who].push((l.at, r.composites));
-                bad[l.who] = bad[l.who].max(r.bad);
-            }
-        }),
-    )?;
+    drain_until(&rx, Instant::now() + opts.window, &what, |l| {
+        if let Some(r) = reports(&l) {
+            seen[l.who].push((l.at, r.composites));
+            bad[l.who] = bad[l.who].max(r.bad);
+        }
+    })?;
     let mut rates = Vec::with_capacity(k);
     for (id, s) in seen.iter().enumerate().skip(1) {
         let (Some(&(t0, n0)), Some(&(t1, n1))) = (s.first(), s.last()) else {
@@ -391,8 +397,8 @@ fn run_once(
     }
 
     // Participants leave cleanly; their summaries carry the final count of bad tiles.
-    for kid in &mut kids {
-        kid.close_stdin();
+    for p in &mut participants {
+        p.close_stdin();
     }
     let mut summaries = 0;
     let deadline = Instant::now() + EXIT_TIMEOUT;
@@ -412,13 +418,13 @@ fn run_once(
             Err(_) => break,
         }
     }
-    for kid in &mut kids {
+    for p in &mut participants {
         if summaries < k {
-            eprintln!("{}: no summary; killing it", kid.name);
+            eprintln!("{}: no summary; killing it", p.name);
         }
-        let _ = kid.child.kill();
+        let _ = p.child.kill();
     }
-    drop(kids);
+    drop(participants);
     let _ = mixer.child.kill();
     Ok(Run {
         fps_slowest: rates.iter().copied().fold(f64::INFINITY, f64::min),

@@ -53,5 +53,5 @@ pub use protocol::{
     cam_name, clock_item, decode_clock, lead, parse_cam_name, CAM_CAPACITY, CAM_PREFIX,
     CLOCK_REGISTER, DEFAULT_APP, DEFAULT_ENDPOINT, MIX_CAPACITY, MIX_CHANNEL, MIX_ZONE,
 };
-pub use report::{emit, Display, DisplayReport, FpsMeter, MixerReport, Summary};
+pub use report::{emit, DisplayReport, DisplayStats, FpsMeter, MixerReport, Summary};
 pub use stop::Stop;

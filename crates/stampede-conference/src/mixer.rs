@@ -34,9 +34,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use stampede_core::{
-    ContainerOptions, DType, GetError, Item, NdArray, Selector, Timestamp, INFINITY,
+    ContainerOptions, DType, GetError, Item, NdArray, Selector, StmError, Timestamp, INFINITY,
 };
-use stampede_net::{Channel, InputConnection, NameEvent, OutputConnection, Register, Space, Task};
+use stampede_net::{
+    Channel, InputConnection, Kind, NameEvent, NameRecord, OutputConnection, Register, Space, Task,
+};
 
 use crate::error::ConferenceError;
 use crate::frame::{compose, FrameSize, Tile, HEADER_LEN};
@@ -44,7 +46,7 @@ use crate::join::{task_at_least, task_at_least_in, JoinOptions, SLICE};
 use crate::protocol::{
     clock_item, parse_cam_name, CLOCK_REGISTER, MIX_CAPACITY, MIX_CHANNEL, MIX_ZONE,
 };
-use crate::report::{emit, FpsMeter, MixerReport};
+use crate::report::{emit, rate, MixerReport};
 use crate::stop::Stop;
 
 /// How many slots a member's thread may fetch ahead of the slot being composed.
@@ -208,6 +210,8 @@ struct Hub {
     counters: Counters,
     /// Members of the slot composed last, for the reports.
     in_composite: Mutex<Vec<u32>>,
+    /// Set with the roster's `stopping`, for waits that do not hold the roster's lock.
+    quit: AtomicBool,
 }
 
 enum Pace {
@@ -343,6 +347,7 @@ impl Hub {
     fn stop(&self) {
         let mut r = self.lock();
         r.stopping = true;
+        self.quit.store(true, Ordering::SeqCst);
         for m in r.members.values() {
             m.quit.store(true, Ordering::SeqCst);
         }
@@ -398,7 +403,18 @@ impl Link {
         };
         // At the zone's floor the connection sees every frame not yet reclaimed (rule 3).
         let task = task_at_least(space, 0)?;
-        let input = task.attach_input(&ch)?;
+        let input = loop {
+            match task.attach_input(&ch) {
+                Ok(input) => break input,
+                // A name can be seen a moment before its owner serves the channel.
+                Err(StmError::Closed)
+                    if Instant::now() < deadline && !quit.load(Ordering::SeqCst) =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         // The task only reads: what its connection has not consumed holds the frames, so
         // its virtual time need not hold anything back.
         task.set_virtual_time(INFINITY)?;
@@ -453,8 +469,8 @@ struct Output {
 }
 
 impl Output {
-    /// Moves the clock (and the task's virtual time, which holds the cameras' frames from
-    /// this slot on) to `next`.
+    /// Moves the clock and the task's virtual time (below which the mix channel may
+    /// reclaim composites) to `next`.
     fn advance_to(&mut self, next: Timestamp) {
         if next > self.task.virtual_time() {
             if let Err(e) = self.task.set_virtual_time(next) {
@@ -539,6 +555,9 @@ fn compositor(hub: &Hub, rx: &Receiver<ToCompositor>, mut out: Output, stall: Du
         let mut got: BTreeMap<u32, Option<Item>> = BTreeMap::new();
         ahead.retain(|&(s, id, gen), frame| {
             if s == slot && active.contains(&(id, gen)) {
+                if frame.is_none() {
+                    Counters::add(&c.missing, 1);
+                }
                 got.insert(id, frame.take());
             }
             s > slot
@@ -599,6 +618,8 @@ struct Follower {
     tx: Sender<ToCompositor>,
     id: u32,
     gen: u64,
+    /// The address space owning the followed channel.
+    owner: String,
     name: String,
     quit: Arc<AtomicBool>,
     wait: Duration,
@@ -618,12 +639,19 @@ impl Follower {
             // a session that expired and came back) is not one: it rejoins, from a later
             // slot, after a pause that keeps a persistent failure from spinning.
             let Err(e) = outcome else { return };
-            let Some(rec) = self.space.lookup(&self.name) else {
+            if self
+                .space
+                .lookup(&self.name)
+                .map_or(true, |r| r.space != self.owner)
+            {
                 return;
-            };
-            eprintln!("mixer: participant {} dropped ({e}); following it again", self.id);
+            }
+            eprintln!(
+                "mixer: participant {} dropped ({e}); following it again",
+                self.id
+            );
             std::thread::sleep(Duration::from_secs(1));
-            match self.hub.add(self.id, &rec.space) {
+            match self.hub.add(self.id, &self.owner) {
                 Some((gen, quit)) => {
                     self.gen = gen;
                     self.quit = quit;
@@ -688,9 +716,13 @@ impl Follower {
 
 /// A participant the single-threaded loop follows.
 struct Joined {
-    space: String,
-    link: Link,
+    /// The address space owning its camera channel.
+    owner: String,
+    name: String,
+    /// `None` until connected, and again after a failure, until `retry_at`.
+    link: Option<Link>,
     start: Option<Timestamp>,
+    retry_at: Instant,
 }
 
 enum Membership {
@@ -705,130 +737,266 @@ enum Membership {
     },
 }
 
+/// How long a member whose connection failed waits before it is connected again.
+const RETRY: Duration = Duration::from_secs(1);
+
 /// The single-threaded mixer: one loop fetches from every member in turn.
-fn single_loop(
-    space: &Space,
-    hub: &Hub,
-    rx: &Receiver<Membership>,
-    mut out: Output,
-    opts: &MixerOptions,
-) {
-    let c = &hub.counters;
-    let never = AtomicBool::new(false);
-    let mut links: BTreeMap<u32, Joined> = BTreeMap::new();
-    let mut next = out.task.virtual_time();
-    let handle = |m: Membership, links: &mut BTreeMap<u32, Joined>| match m {
-        Membership::Added {
-            id,
-            space: owner,
-            name,
-        } => match Link::open(space, &name, opts.join.wait, &never) {
-            Ok(link) => {
-                links.insert(
+struct Single<'a> {
+    space: &'a Space,
+    hub: &'a Hub,
+    members: BTreeMap<u32, Joined>,
+}
+
+impl Single<'_> {
+    fn membership(&mut self, m: Membership) {
+        match m {
+            Membership::Added { id, space, name } => {
+                self.members.insert(
                     id,
                     Joined {
-                        space: owner,
-                        link,
+                        owner: space,
+                        name,
+                        link: None,
                         start: None,
+                        retry_at: Instant::now(),
                     },
                 );
             }
-            Err(e) => eprintln!("mixer: cannot follow participant {id}: {e}"),
-        },
-        Membership::Removed { id, space: owner } => {
-            if links.get(&id).is_some_and(|j| j.space == owner) {
-                links.remove(&id);
+            Membership::Removed { id, space } => {
+                if self.members.get(&id).is_some_and(|j| j.owner == space) {
+                    self.members.remove(&id);
+                }
             }
         }
-    };
-    while !hub.lock().stopping {
-        while let Ok(m) = rx.try_recv() {
-            handle(m, &mut links);
-        }
-        let mut lost = Vec::new();
-        for (&id, j) in links.iter_mut().filter(|(_, j)| j.start.is_none()) {
-            match j.link.first(Duration::ZERO) {
+    }
+
+    /// Connects the members due, and learns where newcomers start: at their first frame,
+    /// or at `next` if that is later.
+    fn connect(&mut self, next: Timestamp) {
+        let now = Instant::now();
+        let mut failed = Vec::new();
+        for (&id, j) in &mut self.members {
+            if j.link.is_none() && j.retry_at <= now {
+                match Link::open(self.space, &j.name, SLICE, &self.hub.quit) {
+                    Ok(link) => j.link = Some(link),
+                    Err(e) => failed.push((id, e)),
+                }
+            }
+            let Some(link) = j.link.as_ref().filter(|_| j.start.is_none()) else {
+                continue;
+            };
+            match link.first(Duration::ZERO) {
                 Ok(Some(f)) => {
                     let start = f.max(next);
-                    if start > f && j.link.release_until(start - 1).is_err() {
-                        lost.push(id);
+                    match (start > f).then(|| link.release_until(start - 1)) {
+                        Some(Err(e)) => failed.push((id, e)),
+                        _ => j.start = Some(start),
                     }
-                    j.start = Some(start);
                 }
                 Ok(None) => {}
-                Err(_) => lost.push(id),
+                Err(e) => failed.push((id, e.into())),
             }
         }
-        for id in lost.drain(..) {
-            links.remove(&id);
+        for (id, e) in failed {
+            self.lose(id, &e);
         }
-        let active: Vec<u32> = links
+    }
+
+    /// A member's connection failed. One that left is forgotten (its name's removal would
+    /// say so too); any other is connected again a little later, from a later slot.
+    fn lose(&mut self, id: u32, e: &ConferenceError) {
+        let Some(j) = self.members.get_mut(&id) else {
+            return;
+        };
+        let present = self
+            .space
+            .lookup(&j.name)
+            .is_some_and(|r| r.space == j.owner);
+        if !present {
+            self.members.remove(&id);
+            return;
+        }
+        eprintln!("mixer: participant {id} dropped ({e}); following it again");
+        j.link = None;
+        j.start = None;
+        j.retry_at = Instant::now() + RETRY;
+    }
+
+    fn active_at(&self, t: Timestamp) -> Vec<u32> {
+        self.members
             .iter()
-            .filter(|(_, j)| j.start.is_some_and(|s| s <= next))
+            .filter(|(_, j)| j.link.is_some() && j.start.is_some_and(|s| s <= t))
             .map(|(&id, _)| id)
-            .collect();
-        if active.is_empty() {
-            if let Some(s) = links
-                .values()
-                .filter_map(|j| j.start)
-                .filter(|&s| s > next)
-                .min()
-            {
-                Counters::add(&c.idle, (s - next) as u64);
-                next = s;
-                out.advance_to(next);
+            .collect()
+    }
+
+    fn run(&mut self, rx: &Receiver<Membership>, mut out: Output, opts: &MixerOptions) {
+        let c = &self.hub.counters;
+        let mut next = out.task.virtual_time();
+        while !self.hub.lock().stopping {
+            while let Ok(m) = rx.try_recv() {
+                self.membership(m);
+            }
+            self.connect(next);
+            let active = self.active_at(next);
+            if active.is_empty() {
+                let first = self
+                    .members
+                    .values()
+                    .filter(|j| j.link.is_some())
+                    .filter_map(|j| j.start)
+                    .filter(|&s| s > next)
+                    .min();
+                if let Some(s) = first {
+                    Counters::add(&c.idle, (s - next) as u64);
+                    next = s;
+                    out.advance_to(next);
+                    continue;
+                }
+                self.hub.set_in_composite(Vec::new());
+                // Waits for a membership change; newcomers without a frame yet are polled.
+                let wait = if self.members.is_empty() {
+                    SLICE
+                } else {
+                    Duration::from_millis(10)
+                };
+                if let Ok(m) = rx.recv_timeout(wait) {
+                    self.membership(m);
+                }
                 continue;
             }
-            hub.set_in_composite(Vec::new());
-            // Waits for a membership change; newcomers without a frame yet are polled.
-            let wait = if links.is_empty() {
-                SLICE
-            } else {
-                Duration::from_millis(10)
-            };
-            if let Ok(m) = rx.recv_timeout(wait) {
-                handle(m, &mut links);
+            let deadline = Instant::now() + opts.stall;
+            let mut frames = Vec::with_capacity(active.len());
+            let mut failed = Vec::new();
+            for &id in &active {
+                let Some(link) = self.members[&id].link.as_ref() else {
+                    frames.push(None);
+                    continue;
+                };
+                let frame = loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match link.fetch(next, left.min(SLICE)) {
+                        Fetch::Frame(item) => break Some(item),
+                        Fetch::Missing => {
+                            Counters::add(&c.missing, 1);
+                            break None;
+                        }
+                        Fetch::NotYet if left.is_zero() => {
+                            Counters::add(&c.stalled, 1);
+                            break None;
+                        }
+                        Fetch::NotYet => {}
+                        Fetch::Lost(e) => {
+                            Counters::add(&c.missing, 1);
+                            failed.push((id, e.into()));
+                            break None;
+                        }
+                    }
+                };
+                frames.push(frame);
             }
-            continue;
-        }
-        let deadline = Instant::now() + opts.stall;
-        let mut frames = Vec::with_capacity(active.len());
-        for id in &active {
-            let link = &links[id].link;
-            let frame = loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match link.fetch(next, left.min(SLICE)) {
-                    Fetch::Frame(item) => break Some(item),
-                    Fetch::Missing => {
-                        Counters::add(&c.missing, 1);
-                        break None;
-                    }
-                    Fetch::NotYet if left.is_zero() => {
-                        Counters::add(&c.stalled, 1);
-                        break None;
-                    }
-                    Fetch::NotYet => {}
-                    Fetch::Lost(e) => {
-                        eprintln!("mixer: participant {id} gone: {e}");
-                        Counters::add(&c.missing, 1);
-                        lost.push(*id);
-                        break None;
-                    }
+            self.hub.set_in_composite(active.clone());
+            out.publish(next, &frames, c);
+            for &id in &active {
+                let released = match self.members[&id].link.as_ref() {
+                    Some(link) if !failed.iter().any(|(f, _)| *f == id) => link.release_until(next),
+                    _ => Ok(()),
+                };
+                if let Err(e) = released {
+                    failed.push((id, e));
                 }
-            };
-            frames.push(frame);
+            }
+            for (id, e) in failed {
+                self.lose(id, &e);
+            }
+            next += 1;
         }
-        hub.set_in_composite(active.clone());
-        out.publish(next, &frames, c);
-        for id in &active {
-            if links[id].link.release_until(next).is_err() && !lost.contains(id) {
-                lost.push(*id);
+    }
+}
+
+/// Turns name-server events into members. Names are first come, first served: a second
+/// registration of an id (a rival about to withdraw, or a newcomer while the old owner's
+/// departure is not known yet) is ignored, and when the followed owner's name goes, the
+/// current owner of the name, if any, is followed instead.
+struct Names {
+    space: Space,
+    hub: Arc<Hub>,
+    tiles: Sender<ToCompositor>,
+    members: Sender<Membership>,
+    threads: Threads,
+    wait: Duration,
+    /// The address space followed for each id.
+    owners: HashMap<u32, String>,
+    followers: Vec<JoinHandle<()>>,
+}
+
+impl Names {
+    fn added(&mut self, rec: NameRecord) {
+        let Some(id) = parse_cam_name(&rec.name) else {
+            return;
+        };
+        if rec.kind != Kind::Channel || self.owners.contains_key(&id) {
+            return;
+        }
+        self.owners.insert(id, rec.space.clone());
+        if self.threads == Threads::Single {
+            let _ = self.members.send(Membership::Added {
+                id,
+                space: rec.space,
+                name: rec.name,
+            });
+            return;
+        }
+        let Some((gen, quit)) = self.hub.add(id, &rec.space) else {
+            return;
+        };
+        let f = Follower {
+            space: self.space.clone(),
+            hub: self.hub.clone(),
+            tx: self.tiles.clone(),
+            id,
+            gen,
+            owner: rec.space,
+            name: rec.name,
+            quit,
+            wait: self.wait,
+        };
+        match std::thread::Builder::new()
+            .name(format!("member-{id}"))
+            .spawn(move || f.run())
+        {
+            Ok(h) => self.followers.push(h),
+            Err(e) => {
+                eprintln!("mixer: cannot start a thread for participant {id}: {e}");
+                self.hub.leave(id, gen);
             }
         }
-        for id in lost {
-            links.remove(&id);
+        self.followers.retain(|h| !h.is_finished());
+    }
+
+    fn removed(&mut self, name: &str, owner: &str) {
+        let Some(id) = parse_cam_name(name) else {
+            return;
+        };
+        if self.owners.get(&id).map_or(true, |o| o != owner) {
+            return;
         }
-        next += 1;
+        self.owners.remove(&id);
+        if self.threads == Threads::Single {
+            let _ = self.members.send(Membership::Removed {
+                id,
+                space: owner.to_owned(),
+            });
+        } else if let Some(gen) = self.hub.remove(id, owner) {
+            let _ = self.tiles.send(ToCompositor::Left { id, gen });
+        }
+        if let Some(rec) = self.space.lookup(name).filter(|r| r.space != owner) {
+            self.added(rec);
+        }
+    }
+
+    fn into_followers(self) -> Vec<JoinHandle<()>> {
+        self.followers
     }
 }
 
@@ -882,82 +1050,43 @@ fn mix(space: &Space, opts: &MixerOptions, stop: &Stop) -> Result<MixerReport, C
             .name("compositor".into())
             .spawn(move || match opts.threads {
                 Threads::Multi => compositor(&hub, &tile_rx, out, opts.stall),
-                Threads::Single => single_loop(&space, &hub, &member_rx, out, &opts),
+                Threads::Single => Single {
+                    space: &space,
+                    hub: &hub,
+                    members: BTreeMap::new(),
+                }
+                .run(&member_rx, out, &opts),
             })
             .map_err(|e| ConferenceError::io("starting the compositor", e))?
     };
 
-    let mut followers: Vec<JoinHandle<()>> = Vec::new();
-    let mut meter = FpsMeter::new();
-    let mut counted = 0;
-    let mut next_report = Instant::now() + opts.report_every;
+    let mut names = Names {
+        space: space.clone(),
+        hub: hub.clone(),
+        tiles: tile_tx,
+        members: member_tx,
+        threads: opts.threads,
+        wait: opts.join.wait,
+        owners: HashMap::new(),
+        followers: Vec::new(),
+    };
+    let started = Instant::now();
+    // Composites and when they were counted, at the previous report.
+    let mut mark = (started, 0);
+    let mut next_report = started + opts.report_every;
     while !stop.is_set() && !worker.is_finished() {
         let left = next_report.saturating_duration_since(Instant::now());
-        if let Some(ev) = watch.recv_timeout(left.min(SLICE)) {
-            match (ev, opts.threads) {
-                (NameEvent::Added(rec), threads) => {
-                    let Some(id) = parse_cam_name(&rec.name) else {
-                        continue;
-                    };
-                    if rec.kind != stampede_net::Kind::Channel {
-                        continue;
-                    }
-                    if threads == Threads::Single {
-                        let _ = member_tx.send(Membership::Added {
-                            id,
-                            space: rec.space,
-                            name: rec.name,
-                        });
-                        continue;
-                    }
-                    let Some((gen, quit)) = hub.add(id, &rec.space) else {
-                        continue;
-                    };
-                    let f = Follower {
-                        space: space.clone(),
-                        hub: hub.clone(),
-                        tx: tile_tx.clone(),
-                        id,
-                        gen,
-                        name: rec.name,
-                        quit,
-                        wait: opts.join.wait,
-                    };
-                    match std::thread::Builder::new()
-                        .name(format!("member-{id}"))
-                        .spawn(move || f.run())
-                    {
-                        Ok(h) => followers.push(h),
-                        Err(e) => {
-                            eprintln!("mixer: cannot start a thread for participant {id}: {e}");
-                            hub.leave(id, gen);
-                        }
-                    }
-                }
-                (NameEvent::Removed { name, space: owner }, threads) => {
-                    let Some(id) = parse_cam_name(&name) else {
-                        continue;
-                    };
-                    if threads == Threads::Single {
-                        let _ = member_tx.send(Membership::Removed { id, space: owner });
-                    } else if let Some(gen) = hub.remove(id, &owner) {
-                        let _ = tile_tx.send(ToCompositor::Left { id, gen });
-                    }
-                }
-            }
-            followers.retain(|h| !h.is_finished());
+        match watch.recv_timeout(left.min(SLICE)) {
+            Some(NameEvent::Added(rec)) => names.added(rec),
+            Some(NameEvent::Removed { name, space }) => names.removed(&name, &space),
+            None => {}
         }
         let now = Instant::now();
         if now >= next_report {
             let composites = hub.counters.composites.load(Ordering::Relaxed);
-            for _ in counted..composites {
-                meter.tick_at(now);
-            }
-            counted = composites;
-            emit(
-                &hub.counters
-                    .report(hub.in_composite(), meter.interval_rate(now)),
-            );
+            let fps = rate(composites - mark.1, now - mark.0);
+            mark = (now, composites);
+            emit(&hub.counters.report(hub.in_composite(), fps));
             next_report += opts.report_every;
             if next_report < now {
                 next_report = now + opts.report_every;
@@ -965,12 +1094,15 @@ fn mix(space: &Space, opts: &MixerOptions, stop: &Stop) -> Result<MixerReport, C
         }
     }
     hub.stop();
-    drop(tile_tx);
+    let followers = names.into_followers();
     let _ = worker.join();
     for h in followers {
         let _ = h.join();
     }
-    let last = hub.counters.report(hub.in_composite(), meter.mean_rate());
+    let composites = hub.counters.composites.load(Ordering::Relaxed);
+    let last = hub
+        .counters
+        .report(hub.in_composite(), rate(composites, started.elapsed()));
     emit(&last);
     Ok(last)
 }

@@ -14,7 +14,7 @@ use crate::error::ConferenceError;
 use crate::frame::{frame_item, FrameSize};
 use crate::join::{task_at_least, JoinOptions, SLICE};
 use crate::protocol::{cam_name, decode_clock, lead, CAM_CAPACITY, CLOCK_REGISTER, MIX_CHANNEL};
-use crate::report::{emit, Display, Summary};
+use crate::report::{emit, DisplayStats, Summary};
 use crate::stop::Stop;
 
 /// What a participant is told.
@@ -87,7 +87,7 @@ fn participate(
     let input = display_task.attach_input(&mix)?;
     emit(&serde_json::json!({"event": "joined", "id": id, "clock": clock, "t0": t0}));
 
-    let display = Display::new(id, opts.frame);
+    let display = DisplayStats::new(id, opts.frame);
     let frames_put = AtomicU64::new(0);
     let (cam_result, display_result) = std::thread::scope(|s| {
         let camera = s.spawn(|| {
@@ -173,7 +173,7 @@ fn show(
     space: &Space,
     task: &Task,
     mut input: InputConnection<Channel>,
-    display: &Display,
+    display: &DisplayStats,
     opts: &ParticipantOptions,
     stop: &Stop,
 ) -> Result<(), ConferenceError> {

@@ -78,9 +78,10 @@ pub struct MixerReport {
     pub malformed: u64,
     /// Slots passed over because no participant had frames for them.
     pub idle: u64,
-    /// Composites per second since the previous report.
+    /// Composites per second since the previous report (in the report at exit, over the
+    /// whole run).
     pub fps: f64,
-    /// Ids of the participants in the composite now.
+    /// Ids of the participants of the slot composed last (empty while there are none).
     pub members: Vec<u32>,
 }
 
@@ -144,7 +145,8 @@ impl Default for FpsMeter {
     }
 }
 
-fn rate(n: u64, over: Duration) -> f64 {
+/// `n` events over `over`, per second (0 over no time).
+pub(crate) fn rate(n: u64, over: Duration) -> f64 {
     let secs = over.as_secs_f64();
     if secs > 0.0 {
         n as f64 / secs
@@ -156,7 +158,7 @@ fn rate(n: u64, over: Duration) -> f64 {
 /// What a display has seen, shared between the thread that receives composites and the one
 /// that reports.
 #[derive(Debug, Default)]
-struct DisplayState {
+struct Seen {
     meter: FpsMeter,
     last_ts: Option<i64>,
     members: Vec<u32>,
@@ -165,23 +167,23 @@ struct DisplayState {
 
 /// A display's state behind a lock, cheap to clone into threads.
 #[derive(Clone, Debug)]
-pub struct Display {
+pub struct DisplayStats {
     id: u32,
     tile: FrameSize,
-    state: Arc<Mutex<DisplayState>>,
+    state: Arc<Mutex<Seen>>,
 }
 
-impl Display {
+impl DisplayStats {
     /// The display of participant `id`, whose composites are made of `tile`-sized frames.
-    pub fn new(id: u32, tile: FrameSize) -> Display {
-        Display {
+    pub fn new(id: u32, tile: FrameSize) -> DisplayStats {
+        DisplayStats {
             id,
             tile,
             state: Arc::default(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, DisplayState> {
+    fn lock(&self) -> MutexGuard<'_, Seen> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -263,7 +265,7 @@ mod tests {
             &[Some(Tile { size, data: &a }), Some(Tile { size, data: &b })],
             size,
         );
-        let d = Display::new(2, size);
+        let d = DisplayStats::new(2, size);
         d.received(40, &c.data, &c.shape());
         d.received(41, &c.data, &c.shape());
         let r = d.report();

@@ -122,6 +122,12 @@ impl Proc {
         summary.unwrap_or_else(|| panic!("{}: no summary", self.name))
     }
 
+    /// Kills the process with SIGKILL: no goodbye, no summary.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
     /// Waits for the process to exit by itself.
     pub fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + timeout;
