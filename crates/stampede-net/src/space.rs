@@ -112,6 +112,8 @@ pub(crate) struct Counters {
     /// Shared with the channels' arrival hooks.
     pub(crate) push_skipped: Arc<AtomicU64>,
     pub(crate) push_received: AtomicU64,
+    /// Shared with the callbacks of consumes sent without waiting.
+    pub(crate) consume_failed: Arc<AtomicU64>,
 }
 
 /// A snapshot of an address space's counters.
@@ -136,6 +138,8 @@ pub struct SpaceStats {
     pub push_skipped: u64,
     /// Items other spaces pushed here.
     pub push_received: u64,
+    /// Channel consumes (sent without waiting) that their owner refused or never answered.
+    pub consume_failed: u64,
 }
 
 impl Shared {
@@ -676,6 +680,7 @@ impl Space {
             pushed: l(&c.pushed),
             push_skipped: l(&c.push_skipped),
             push_received: l(&c.push_received),
+            consume_failed: l(&c.consume_failed),
         }
     }
 
@@ -755,6 +760,9 @@ impl Space {
             Owned::Queue(c) => (c.id().0, c.zone().0, c.capacity()),
             Owned::Register(c) => (c.id().0, c.zone().0, None),
         };
+        // Serve the container before announcing its name: whoever sees the name may attach
+        // at once.
+        lock(&self.sh.owned).insert(id, (owned.clone(), name.clone()));
         if let Some(n) = &name {
             let rec = NameRecord {
                 name: n.clone(),
@@ -766,11 +774,11 @@ impl Space {
                 meta: meta.to_owned(),
             };
             if let Err(e) = self.register(rec) {
+                lock(&self.sh.owned).remove(&id);
                 owned.close();
                 return Err(e);
             }
         }
-        lock(&self.sh.owned).insert(id, (owned.clone(), name));
         Ok(owned)
     }
 
