@@ -16,6 +16,9 @@ use crate::space::{lock, Shared, Space};
 use crate::wire::{self, ErrorCode, NameRecord, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
 
+/// How long a get waits for an item its owner said was pushed before fetching it.
+const PUSH_WAIT: Duration = Duration::from_millis(50);
+
 /// Sends `req` to `owner` and waits for its answer, failing when the owner is known to have
 /// left or does not answer within the configured timeout.
 pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, String> {
@@ -605,10 +608,24 @@ impl RemoteConn {
                 it
             }
             None => {
-                let hit = lock(&self.sh().cache)
-                    .items
-                    .get(&key)
-                    .and_then(|m| m.get(&ts).cloned());
+                // The item is cached, or its push is on the way: wait briefly for it.
+                let deadline = Instant::now() + PUSH_WAIT;
+                let mut c = lock(&self.sh().cache);
+                let hit = loop {
+                    if let Some(it) = c.items.get(&key).and_then(|m| m.get(&ts).cloned()) {
+                        break Some(it);
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break None;
+                    }
+                    c = self
+                        .sh()
+                        .cache_filled
+                        .wait_timeout(c, left)
+                        .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                };
+                drop(c);
                 match hit {
                     Some(it) => {
                         self.sh()

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::{
-    GetError, InputConnection, Item, OutputConnection, PutError, PutErrorKind, PutOptions,
-    StmError, Wait, ZoneId, INFINITY,
+    Container as _, GetError, InputConnection, Item, OutputConnection, PutError, PutErrorKind,
+    PutOptions, StmError, Wait, ZoneId, INFINITY,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
@@ -325,6 +325,21 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             let floor = sh.rt.gc_stats(ZoneId(task.zone)).floor;
             let item = |ts, it: &Item| (!cached.contains(&ts)).then(|| wire_item(it));
             match &*c {
+                Conn::ChIn(i) if !matches!(wait, Wait::Never) => {
+                    // Only a waiting get gets here (the first try found nothing), so its item
+                    // arrived after the connection attached and the pusher is sending it to
+                    // the reader too: reply without the data rather than move it twice. The
+                    // reader waits for the push and fetches the item if it was skipped.
+                    let pushed = lock(&sh.pushing).contains(&i.container().id().0);
+                    i.get_with(*sel, wait)
+                        .map(|(ts, it)| Reply::Item {
+                            ts,
+                            seq: 0,
+                            floor,
+                            item: if pushed { None } else { item(ts, &it) },
+                        })
+                        .map_err(|e| get_error(&e))
+                }
                 Conn::ChIn(i) => i
                     .get_with(*sel, wait)
                     .map(|(ts, it)| Reply::Item {

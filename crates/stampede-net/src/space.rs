@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -89,8 +89,10 @@ pub(crate) struct Shared {
     /// This space's local marks by zone, as last reported.
     pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
     pub(crate) cache: Mutex<Cache>,
+    /// Signalled when a pushed item lands in the cache.
+    pub(crate) cache_filled: Condvar,
     /// Channels whose new items are pushed to remote readers, and the pusher's inbox.
-    pushing: Mutex<HashSet<u64>>,
+    pub(crate) pushing: Mutex<HashSet<u64>>,
     push_tx: Sender<(u64, Timestamp)>,
     pub(crate) pool: server::Pool,
     pub(crate) next_conn: AtomicU64,
@@ -278,6 +280,7 @@ impl Shared {
             Ok(p) => {
                 let item = Item::from_wire(p.item.tag, p.item.data);
                 lock(&self.cache).insert((owner.to_owned(), p.container), p.ts, item);
+                self.cache_filled.notify_all();
                 self.counters.push_received.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
@@ -425,6 +428,7 @@ impl Space {
             dead: Mutex::default(),
             marks: Mutex::default(),
             cache: Mutex::default(),
+            cache_filled: Condvar::new(),
             pushing: Mutex::default(),
             push_tx,
             next_conn: AtomicU64::new(1),
