@@ -473,6 +473,7 @@ class SpaceStats:
     pushed: int
     push_skipped: int
     push_received: int
+    consume_failed: int
 
 @final
 class SpaceWatermark:

@@ -140,6 +140,8 @@ pub(crate) struct SpaceStats {
     push_skipped: u64,
     /// Items other spaces pushed here.
     push_received: u64,
+    /// Channel consumes (sent without waiting) that their owner refused or never answered.
+    consume_failed: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -565,6 +567,7 @@ impl Space {
             pushed: s.pushed,
             push_skipped: s.push_skipped,
             push_received: s.push_received,
+            consume_failed: s.consume_failed,
         })
     }
 
