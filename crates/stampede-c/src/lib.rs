@@ -28,3 +28,22 @@ pub use stm::*;
 pub extern "C" fn stp_version() -> *const std::ffi::c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
+
+// Handles are shared between C threads, so every one must be Send and Sync.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<stp_runtime>();
+    shared::<stp_config>();
+    shared::<stp_task>();
+    shared::<stp_channel>();
+    shared::<stp_queue>();
+    shared::<stp_register>();
+    shared::<stp_channel_in>();
+    shared::<stp_channel_out>();
+    shared::<stp_queue_in>();
+    shared::<stp_queue_out>();
+    shared::<stp_register_in>();
+    shared::<stp_register_out>();
+    shared::<stp_item>();
+    shared::<stp_pacer>();
+};
