@@ -412,17 +412,16 @@ static void test_status_names(void) {
         {STP_ZONE_MISMATCH, "STP_ZONE_MISMATCH"},
         {STP_TOO_MANY_CONNECTIONS, "STP_TOO_MANY_CONNECTIONS"},
         {STP_UNKNOWN_TICKET, "STP_UNKNOWN_TICKET"},
-        {STP_UNSUPPORTED, "STP_UNSUPPORTED"},
         {STP_INTERNAL, "STP_INTERNAL"},
     };
     /* The codes are the documented values. */
     CHECK_EQ_I64(STP_OK, 0);
-    CHECK_EQ_I64(STP_UNSUPPORTED, 24);
+    CHECK_EQ_I64(STP_UNKNOWN_TICKET, 23);
     CHECK_EQ_I64(STP_INTERNAL, 99);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_STR(stp_status_name(all[i].code), all[i].name);
     }
-    static const int32_t unknown[] = {-1, 25, 26, 98, 100, 1000, INT32_MIN, INT32_MAX};
+    static const int32_t unknown[] = {-1, 24, 25, 26, 98, 100, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK_STR(stp_status_name(unknown[i]), "STP_UNKNOWN");
     }
@@ -2865,6 +2864,15 @@ static void test_dist_join_errors(void) {
     CHECK(cfg != NULL);
     CHECK_OK(stp_config_listen(cfg, "not-an-endpoint"));
     CHECK_ST(stp_runtime_join("capp", cfg, &rt), STP_CONFIG);
+    CHECK(rt == NULL);
+    stp_config_free(cfg);
+    cfg = NULL;
+    /* TLS files that do not exist are a configuration error, found before connecting. */
+    cfg = stp_config_new(STP_PEER);
+    CHECK(cfg != NULL);
+    CHECK_OK(stp_config_tls(cfg, "/nonexistent/ca.pem", NULL, NULL));
+    CHECK_ST(stp_runtime_join("capp", cfg, &rt), STP_CONFIG);
+    CHECK(strstr(stp_last_error(), "/nonexistent/ca.pem") != NULL);
     CHECK(rt == NULL);
     stp_config_free(cfg);
     cfg = NULL;

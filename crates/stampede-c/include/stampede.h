@@ -77,8 +77,6 @@ typedef enum {
   STP_TOO_MANY_CONNECTIONS = 22,
   // No item with this ticket is held on this connection.
   STP_UNKNOWN_TICKET = 23,
-  // The call is not available here (for instance, a space operation on an embedded runtime).
-  STP_UNSUPPORTED = 24,
   // An internal error was caught at the boundary; the message says where.
   STP_INTERNAL = 99,
 } stp_status;

@@ -60,8 +60,6 @@ pub enum stp_status {
     STP_TOO_MANY_CONNECTIONS = 22,
     /// No item with this ticket is held on this connection.
     STP_UNKNOWN_TICKET = 23,
-    /// The call is not available here (for instance, a space operation on an embedded runtime).
-    STP_UNSUPPORTED = 24,
     /// An internal error was caught at the boundary; the message says where.
     STP_INTERNAL = 99,
 }
@@ -339,7 +337,7 @@ pub extern "C" fn stp_last_neighbors() -> stp_neighbors {
 #[no_mangle]
 pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
     use stp_status::*;
-    const ALL: [stp_status; 26] = [
+    const ALL: [stp_status; 25] = [
         STP_OK,
         STP_INVALID_ARGUMENT,
         STP_FULL,
@@ -364,7 +362,6 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH,
         STP_TOO_MANY_CONNECTIONS,
         STP_UNKNOWN_TICKET,
-        STP_UNSUPPORTED,
         STP_INTERNAL,
     ];
     let Some(status) = ALL.into_iter().find(|s| *s as i32 == status) else {
@@ -395,7 +392,6 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH => c"STP_ZONE_MISMATCH",
         STP_TOO_MANY_CONNECTIONS => c"STP_TOO_MANY_CONNECTIONS",
         STP_UNKNOWN_TICKET => c"STP_UNKNOWN_TICKET",
-        STP_UNSUPPORTED => c"STP_UNSUPPORTED",
         STP_INTERNAL => c"STP_INTERNAL",
     };
     s.as_ptr()

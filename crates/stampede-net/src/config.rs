@@ -232,6 +232,19 @@ impl Config {
             )?;
         }
         if let Some(t) = &self.tls {
+            // A missing file is a configuration mistake, not a failure to connect.
+            for (what, p) in [
+                ("TLS root CA", &t.root_ca),
+                ("TLS certificate", &t.certificate),
+                ("TLS private key", &t.private_key),
+            ] {
+                if let Some(p) = p.as_ref().filter(|p| !p.is_file()) {
+                    return Err(NetError::Config(format!(
+                        "{what} {} is not a readable file",
+                        p.display()
+                    )));
+                }
+            }
             let path = |p: &PathBuf| json_str(&p.to_string_lossy());
             if let Some(p) = &t.root_ca {
                 set("transport/link/tls/root_ca_certificate", path(p))?;
