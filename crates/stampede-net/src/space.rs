@@ -999,11 +999,14 @@ impl Space {
     }
 
     /// Leaves the application: names and the liveliness token go, so others release what
-    /// this space held at once rather than after the lease.
+    /// this space held at once rather than after the lease. The Zenoh session closes here,
+    /// on the caller's thread: left to the last handle, it could close on a background
+    /// thread while the process exits, after Zenoh's statics are gone.
     pub fn leave(self) {
         lock(&self.sh.names).clear();
         lock(&self.sh.keep).clear();
         self.sh.rt.stop_collector();
+        let _ = self.sh.session.close().wait();
     }
 }
 
