@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use stampede_core::{LateAction, Pacer};
 
-use crate::error::ConferenceError;
+use crate::error::{joined, ConferenceError};
 use crate::frame::{compose, fill_frame, FrameSize, Tile};
 use crate::report::{emit, DisplayStats, FpsMeter, MixerReport, Summary};
 use crate::stop::Stop;
@@ -332,10 +332,6 @@ pub fn run_baseline_participant(
         while !stop.wait_timeout(opts.report_every) {
             emit(&display.report());
         }
-        let joined = |h: std::thread::ScopedJoinHandle<'_, Result<(), ConferenceError>>| {
-            h.join()
-                .unwrap_or_else(|_| Err(ConferenceError::Setup("a thread panicked".into())))
-        };
         let c = joined(camera);
         // The mixer answers the end of the frames by closing, which ends the display; one
         // that does not within a while has stopped reading, so the socket is closed here.

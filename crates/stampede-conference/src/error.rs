@@ -84,3 +84,11 @@ macro_rules! from_error {
     )*};
 }
 from_error!(Net(NetError), Stm(StmError), Get(GetError), Put(PutError));
+
+/// The result of a scoped camera or display thread; a panic there becomes an error.
+pub(crate) fn joined(
+    h: std::thread::ScopedJoinHandle<'_, Result<(), ConferenceError>>,
+) -> Result<(), ConferenceError> {
+    h.join()
+        .unwrap_or_else(|_| Err(ConferenceError::Setup("a thread panicked".into())))
+}

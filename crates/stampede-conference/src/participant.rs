@@ -10,7 +10,7 @@ use stampede_core::{
 };
 use stampede_net::{Channel, InputConnection, NetError, Space, Task};
 
-use crate::error::ConferenceError;
+use crate::error::{joined, ConferenceError};
 use crate::frame::{frame_item, FrameSize};
 use crate::join::{task_at_least, JoinOptions, SLICE};
 use crate::protocol::{cam_name, decode_clock, lead, CAM_CAPACITY, CLOCK_REGISTER, MIX_CHANNEL};
@@ -103,10 +103,6 @@ fn participate(
         while !stop.wait_timeout(opts.report_every) {
             emit(&display.report());
         }
-        let joined = |h: std::thread::ScopedJoinHandle<'_, Result<(), ConferenceError>>| {
-            h.join()
-                .unwrap_or_else(|_| Err(ConferenceError::Setup("a thread panicked".into())))
-        };
         (joined(camera), joined(shown))
     });
     let summary = display.summary(frames_put.load(Ordering::Relaxed));
