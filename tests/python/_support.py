@@ -22,6 +22,7 @@ PENDING_PUT = "pending_put"
 UNCONSUMED = "unconsumed"
 QUEUE_ITEM = "queue_item"
 HORIZON = "horizon"
+NO_LIVE_TASK = "no_live_task"
 
 MIN_TS = -(2**63)
 

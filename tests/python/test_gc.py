@@ -15,6 +15,7 @@ import pytest
 import stampede as sp
 from _support import (
     LONG,
+    NO_LIVE_TASK,
     PENDING_PUT,
     QUEUE_ITEM,
     UNCONSUMED,
@@ -639,3 +640,57 @@ def test_explain_lists_every_term_lowest_first(rt: sp.Runtime) -> None:
     assert (6, inp.id) in [(h.ts, h.connection) for h in report.holds]
     assert report.watermark == 4
     assert [h.cause for h in report.holders()] == [VIRTUAL_TIME]
+
+
+def test_results_are_kept_only_for_a_reader_attached_before_they_are_put() -> None:
+    """Results nobody can read are garbage whatever the timing; a reader attached first
+    keeps them however long the caller waits."""
+
+    def run(with_reader: bool) -> tuple[sp.Channel, sp.ChannelInput | None, sp.Task]:
+        rt = sp.Runtime(gc_interval=0.001)
+        tracks = rt.channel()
+        display = rt.task(sp.INFINITY)
+        results = display.attach_input(tracks) if with_reader else None
+        source = rt.task(0)
+        with rt.task(0) as tracker:
+            out = tracker.attach_output(tracks)
+            for ts in range(10):
+                out.put(ts, "track")
+        source.set_virtual_time(100)
+        time.sleep(0.05)
+        rt.collect()
+        return tracks, results, display
+
+    tracks, _, _ = run(False)
+    assert len(tracks) == 0
+    tracks, results, _display = run(True)
+    assert len(tracks) == 10
+    assert results is not None
+    assert results.get(sp.NEWEST)[0] == 9
+
+
+def test_when_every_task_exited_explain_names_the_kept_floor_and_close_releases() -> None:
+    rt = sp.Runtime(gc_interval=None)
+    ch = rt.channel("done")
+    freed = count_garbage(ch)
+    with rt.task(0) as p, rt.task(sp.INFINITY) as c:
+        out, inp = p.attach_output(ch), c.attach_input(ch)
+        for ts in range(12):
+            out.put(ts, str(ts))
+        for ts in range(10):
+            inp.get(ts)
+            inp.consume(ts)
+    rt.collect()
+    assert len(ch) == 12, "a zone with no live task keeps its floor"
+    report = rt.explain(0)
+    assert [h.cause for h in report.holders()] == [NO_LIVE_TASK], str(report)
+    assert "no live task in zone 0" in str(report)
+
+    ch.close()
+    assert ch.timestamps() == [10, 11], "consumed items are released"
+    assert sorted(freed) == list(range(10))
+    assert ch.stats().reclaimed == 10
+    late = rt.task(0).attach_input(ch)
+    with pytest.raises(sp.Gone):
+        late.try_get(3)
+    assert late.get(sp.OLDEST)[0] == 10

@@ -1,7 +1,7 @@
 """State-machine property test of Space-Time Memory through the Python API.
 
 Random sequences of operations run against the runtime and against ``Model``, a small
-sequential reference model of DESIGN.md §2 (a port of the one in
+sequential reference model of design §2 (``docs/design.md``; a port of the one in
 ``crates/stampede-core/tests/model.rs``), and every result is compared. Where §2 leaves a
 choice open the model follows the rule the implementation documents:
 

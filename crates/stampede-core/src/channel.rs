@@ -23,7 +23,9 @@ use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
 use crate::notify::{Arrivals, Subscribers, SubscriptionId};
-use crate::sync::{lock, wait, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{
+    lock, wait, AtomicBool, AtomicUsize, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering,
+};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, ZoneId, INFINITY};
 
@@ -227,6 +229,34 @@ impl State {
         } else {
             None
         }
+    }
+
+    /// On a closed channel: reclaims every item consumed on some connection that no
+    /// present connection can still read. Nothing can be put any more, so such an item is
+    /// garbage for everyone but a task that attaches later, and the floor a zone keeps for
+    /// late joiners would otherwise keep it forever once every task has exited. Items no
+    /// connection ever consumed stay for those late joiners.
+    fn release_consumed(&mut self) -> Vec<(Timestamp, Item)> {
+        if !self.closed {
+            return Vec::new();
+        }
+        let conns = &self.conns;
+        let done: Vec<Timestamp> = self
+            .items
+            .iter()
+            .filter(|(&ts, s)| {
+                s.consumed_by > 0 && s.open == 0 && conns.iter().all(|c| c.is_consumed(ts, Some(s)))
+            })
+            .map(|(&ts, _)| ts)
+            .collect();
+        let mut dead = Vec::with_capacity(done.len());
+        for ts in done {
+            let slot = self.items.remove(&ts).expect("present");
+            self.retired.insert(ts);
+            dead.push((ts, slot.item));
+        }
+        self.stats.reclaimed += dead.len() as u64;
+        dead
     }
 
     /// Reclaims the item at `ts` if its reference count is reached and no connection still
@@ -467,6 +497,7 @@ impl ChannelCore {
         item: Item,
         refcount: Option<u32>,
         wait_mode: Wait,
+        interrupt: Option<&dyn Fn() -> bool>,
     ) -> Result<(), PutError> {
         if ts == INFINITY {
             return Err(PutError::new(PutErrorKind::InvalidTimestamp, ts, item));
@@ -479,7 +510,13 @@ impl ChannelCore {
         let mut collected = false;
         // Taken when stored; still here when the put fails, to be handed back.
         let mut item = Some(item);
+        let mut poll = InterruptPoll::new(interrupt);
         let result = loop {
+            // Asked with no lock held, while the put stays announced: it keeps its hold on
+            // the watermark and its place among the waiting puts until it gives up.
+            if blocked && poll.interrupted() {
+                break Err(PutErrorKind::Interrupted);
+            }
             let cut = self.zone.shared();
             if !task.is_alive() {
                 break Err(PutErrorKind::Detached);
@@ -582,7 +619,7 @@ impl ChannelCore {
                 } else {
                     Some(deadline.map_or(recheck, |d| d.min(recheck)))
                 };
-                let (mut st, _) = wait(&self.putters, st, until);
+                let (mut st, _) = wait(&self.putters, st, poll.bound(until));
                 st.put_waiters -= 1;
                 st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
                 continue;
@@ -794,6 +831,7 @@ impl ChannelCore {
         } else {
             dead.extend(st.consume_one(ci, ts, self.zone.id));
         }
+        dead.extend(st.release_consumed());
         self.uncount(dead.len());
         // An `Exact` get parked on this connection may now be gone.
         let wake_getters = self.has_getters();
@@ -840,8 +878,13 @@ impl ChannelCore {
         st.closed = true;
         lock(&self.inbox).closed = true;
         st.subscribers.close_all();
+        let dead = st.release_consumed();
+        self.uncount(dead.len());
+        let handler = st.garbage.clone();
+        drop(st);
         self.getters.notify_all();
         self.putters.notify_all();
+        self.run_garbage(handler, &dead);
     }
 }
 
@@ -852,9 +895,9 @@ impl Detach for ChannelCore {
     }
 
     fn detach(&self, conn: ConnId, _task: &TaskInner) {
-        // No merge: inbox items take their state from the connections present when they
-        // arrive.
-        let mut st = lock(&self.state);
+        // Merge first: an inbox item this connection consumed ahead (`consume_until`) must
+        // arrive counted as consumed, or closing the channel would not release it.
+        let mut st = self.lock();
         let Ok(ci) = st.conn(conn) else { return };
         let c = st.conns.swap_remove(ci);
         st.free_bits |= c.bit;
@@ -868,6 +911,7 @@ impl Detach for ChannelCore {
             c.task.remove_open(self.zone.id, t);
             dead.extend(st.retire_if_counted(t));
         }
+        dead.extend(st.release_consumed());
         self.uncount(dead.len());
         // Getters of this connection must see it is gone; puts blocked here may have space.
         let wake_getters = self.has_getters();
@@ -1013,6 +1057,33 @@ impl Channel {
     }
 
     /// Closes the channel: puts fail, gets return what is left and then `Closed`.
+    ///
+    /// Closing also releases consumed items: from now on an item that was consumed on some
+    /// connection and that no present input connection can still read is reclaimed at once
+    /// (its garbage handler runs), without waiting for the watermark. This is how the items
+    /// of a finished run are freed when every task has exited, since a zone with no live
+    /// task keeps its floor for tasks that join later. Items nobody consumed stay for a
+    /// reader that attaches later.
+    ///
+    /// ```
+    /// use stampede_core::{ContainerOptions, HoldCause, Runtime, ZoneId, INFINITY};
+    /// let rt = Runtime::builder().gc_interval(None).build();
+    /// let ch = rt.channel(ContainerOptions::default()).unwrap();
+    /// {
+    ///     let (p, c) = (rt.task(0).unwrap(), rt.task(INFINITY).unwrap());
+    ///     let (out, input) = (p.attach_output(&ch).unwrap(), c.attach_input(&ch).unwrap());
+    ///     for ts in 0..10 {
+    ///         out.put(ts, "x").unwrap();
+    ///     }
+    ///     input.consume_until(9).unwrap();
+    /// } // both tasks exit
+    /// rt.collect();
+    /// assert_eq!(ch.len(), 10); // kept: a task may still join at the zone's floor
+    /// let report = rt.explain(ZoneId::DEFAULT);
+    /// assert!(report.holders().any(|h| matches!(h.cause, HoldCause::NoLiveTask { .. })));
+    /// ch.close();
+    /// assert!(ch.is_empty()); // every item was consumed: released
+    /// ```
     pub fn close(&self) {
         self.core.close();
     }

@@ -172,7 +172,46 @@ impl OutputConnection<Channel> {
     ) -> Result<(), PutError> {
         self.container
             .core
-            .put(&self.task, ts, item.into(), opts.consumers, opts.wait)
+            .put(&self.task, ts, item.into(), opts.consumers, opts.wait, None)
+    }
+
+    /// Puts like [`put_with`](Self::put_with), asking `interrupted` (with no lock held)
+    /// every 50 ms or so while the put waits for space; when it returns true the put gives
+    /// up with [`PutErrorKind::Interrupted`](crate::PutErrorKind::Interrupted) and hands the
+    /// item back. Until then the put stays one waiting put: it keeps holding the watermark at
+    /// `ts` and its place among the puts waiting for space. Language bindings pass their
+    /// pending-signal check (Python's Ctrl-C).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use stampede_core::{ContainerOptions, PutErrorKind, PutOptions, Runtime};
+    /// let rt = Runtime::new();
+    /// let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    /// let t = rt.task(0).unwrap();
+    /// let out = t.attach_output(&ch).unwrap();
+    /// out.put(0, "a").unwrap(); // full now, and the task's virtual time keeps it
+    /// let stop = Instant::now() + Duration::from_millis(100);
+    /// let e = out
+    ///     .put_interruptible(1, "b", PutOptions::default(), &|| Instant::now() >= stop)
+    ///     .unwrap_err();
+    /// assert_eq!(e.kind(), PutErrorKind::Interrupted);
+    /// assert_eq!(e.into_item().as_str(), Some("b"));
+    /// ```
+    pub fn put_interruptible(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        opts: PutOptions,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(), PutError> {
+        self.container.core.put(
+            &self.task,
+            ts,
+            item.into(),
+            opts.consumers,
+            opts.wait,
+            Some(interrupted),
+        )
     }
 }
 
@@ -202,7 +241,22 @@ impl OutputConnection<Queue> {
         item: impl Into<Item>,
         wait: Wait,
     ) -> Result<u64, PutError> {
-        self.container.core.put(&self.task, ts, item.into(), wait)
+        self.container
+            .core
+            .put(&self.task, ts, item.into(), wait, None)
+    }
+    /// Puts like [`put_with`](Self::put_with), asking `interrupted` while the put waits for
+    /// space, as [`OutputConnection::<Channel>::put_interruptible`] does.
+    pub fn put_interruptible(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        wait: Wait,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<u64, PutError> {
+        self.container
+            .core
+            .put(&self.task, ts, item.into(), wait, Some(interrupted))
     }
 }
 

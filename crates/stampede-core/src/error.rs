@@ -29,6 +29,9 @@ pub enum PutErrorKind {
     /// The container's address space left, died, or did not answer in time; the put may not
     /// have been stored.
     Unreachable,
+    /// The caller's interrupt check asked the waiting put to stop (see
+    /// [`OutputConnection::put_interruptible`](crate::OutputConnection::put_interruptible)).
+    Interrupted,
 }
 
 /// A put that failed; the item is handed back unchanged.
@@ -100,6 +103,7 @@ impl fmt::Display for PutError {
                 f,
                 "put at {ts}: the container's address space is unreachable (left, died or timed out)"
             ),
+            PutErrorKind::Interrupted => write!(f, "put at {ts}: interrupted while waiting"),
         }
     }
 }

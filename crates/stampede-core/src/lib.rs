@@ -60,7 +60,8 @@
 //!   consumed it and none still has it open.
 //! - **Root tasks** (created from the [`Runtime`] rather than a parent) start at or above
 //!   their zone's floor. The floor never passes one above the newest timestamp ever put in the
-//!   zone, and a zone without live tasks keeps its floor, so sources can join late.
+//!   zone, and a zone without live tasks keeps its floor, so sources can join late;
+//!   [`Runtime::explain`] then names that term ([`HoldCause::NoLiveTask`]).
 //! - **Time zones.** A task puts only into containers of its own zone
 //!   ([`StmError::ZoneMismatch`]). It may read from other zones: such items do not lower its
 //!   visibility, and rule 3 uses that zone's floor. A child in another zone starts at or
@@ -81,7 +82,14 @@
 //! - **Registers** are outside garbage collection; a new reader's first read returns the
 //!   current value if there is one.
 //! - **Close** makes puts fail with `Closed`; gets return what is still visible and then
-//!   `Closed`; arrival streams end.
+//!   `Closed`; arrival streams end. From then on a channel item consumed on some connection
+//!   that no present input connection can still read is reclaimed at once: this releases
+//!   what a finished run leaves when its zone keeps the floor. Items nobody consumed stay
+//!   for readers that attach later.
+//! - **Interrupts.** A put waiting for space (and a pacer's sleep) can take an interrupt
+//!   check, asked every 50 ms or so with no lock held; the put stays one waiting put (a
+//!   watermark term, in its place among waiting puts) until the check stops it with
+//!   [`PutErrorKind::Interrupted`], handing the item back. Bindings use it for signals.
 //! - **Callbacks** (garbage handlers, arrival callbacks) run on the thread whose operation
 //!   caused them, outside every lock.
 #![warn(

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::sync::InterruptPoll;
 use crate::time::Timestamp;
 
 /// How late a task reached a tick, given to its late handler.
@@ -123,40 +124,79 @@ impl Pacer {
 
     /// Waits until tick `vt` is due, or reports lateness through the handler.
     pub fn sync(&mut self, vt: Timestamp) -> Tick {
+        self.sync_with(vt, None)
+            .expect("only an interrupt check stops the wait")
+    }
+
+    /// Like [`sync`](Self::sync), but asks `interrupted` every 50 ms or so while it sleeps;
+    /// when that returns true it stops at once and returns `None`, counting no tick.
+    /// Language bindings pass their pending-signal check (Python's Ctrl-C).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use stampede_core::{LateAction, Pacer, Tick};
+    /// let mut pacer = Pacer::new(Duration::from_secs(3600), Duration::ZERO, |_| LateAction::Skip);
+    /// assert_eq!(pacer.sync_interruptible(0, &|| false), Some(Tick::OnTime));
+    /// let start = Instant::now();
+    /// assert_eq!(pacer.sync_interruptible(1, &|| start.elapsed() > Duration::from_millis(20)), None);
+    /// assert!(start.elapsed() < Duration::from_secs(60));
+    /// ```
+    pub fn sync_interruptible(
+        &mut self,
+        vt: Timestamp,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Option<Tick> {
+        self.sync_with(vt, Some(interrupted))
+    }
+
+    fn sync_with(&mut self, vt: Timestamp, check: Option<&dyn Fn() -> bool>) -> Option<Tick> {
         let now = Instant::now();
         if self.origin.is_none() {
             self.origin = Some((now, vt));
         }
         let due = self.due(vt);
         if now < due {
-            std::thread::sleep(due - now);
+            let mut poll = InterruptPoll::new(check);
+            loop {
+                if poll.interrupted() {
+                    return None;
+                }
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                let until = poll.bound(Some(due)).unwrap_or(due);
+                std::thread::sleep(until.saturating_duration_since(now));
+            }
             self.stats.on_time += 1;
-            return Tick::OnTime;
+            return Some(Tick::OnTime);
         }
         let late = now - due;
         if late <= self.tolerance {
             self.stats.on_time += 1;
-            return Tick::OnTime;
+            return Some(Tick::OnTime);
         }
         self.stats.late += 1;
         let period = self.period.as_nanos().max(1);
         let ticks_behind = u64::try_from(late.as_nanos() / period).unwrap_or(u64::MAX);
-        match (self.on_late)(Lateness {
-            vt,
-            late,
-            ticks_behind,
-        }) {
-            LateAction::Continue => Tick::Late(late),
-            LateAction::Skip => {
-                let to = vt.saturating_add(ticks_behind as i64 + 1);
-                self.stats.skipped += ticks_behind + 1;
-                Tick::Skip(to)
-            }
-            LateAction::Resync => {
-                self.origin = Some((now, vt));
-                self.stats.resyncs += 1;
-                Tick::Resynced
-            }
-        }
+        Some(
+            match (self.on_late)(Lateness {
+                vt,
+                late,
+                ticks_behind,
+            }) {
+                LateAction::Continue => Tick::Late(late),
+                LateAction::Skip => {
+                    let to = vt.saturating_add(ticks_behind as i64 + 1);
+                    self.stats.skipped += ticks_behind + 1;
+                    Tick::Skip(to)
+                }
+                LateAction::Resync => {
+                    self.origin = Some((now, vt));
+                    self.stats.resyncs += 1;
+                    Tick::Resynced
+                }
+            },
+        )
     }
 }

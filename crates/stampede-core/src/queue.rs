@@ -10,7 +10,7 @@ use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
 use crate::item::Item;
 use crate::notify::{Arrivals, Subscribers, SubscriptionId};
-use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, wait, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, INFINITY};
 
@@ -127,13 +127,19 @@ impl QueueCore {
         ts: Timestamp,
         item: Item,
         wait_mode: Wait,
+        interrupt: Option<&dyn Fn() -> bool>,
     ) -> Result<u64, PutError> {
         if ts == INFINITY {
             return Err(PutError::new(PutErrorKind::InvalidTimestamp, ts, item));
         }
         let (may_wait, deadline) = wait_mode.deadline();
         let mut blocked = false;
+        let mut poll = InterruptPoll::new(interrupt);
         let result = loop {
+            // Asked with no lock held, while the put keeps its hold on the watermark.
+            if blocked && poll.interrupted() {
+                break Err(PutErrorKind::Interrupted);
+            }
             let cut = self.zone.shared();
             if !task.is_alive() {
                 break Err(PutErrorKind::Detached);
@@ -169,7 +175,7 @@ impl QueueCore {
                 }
                 drop(cut);
                 st.put_waiters += 1;
-                let (mut st, _) = wait(&self.putters, st, deadline);
+                let (mut st, _) = wait(&self.putters, st, poll.bound(deadline));
                 st.put_waiters -= 1;
                 drop(st);
                 continue;

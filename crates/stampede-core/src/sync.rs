@@ -52,3 +52,43 @@ pub(crate) fn deadline(timeout: Duration) -> Instant {
     now.checked_add(timeout)
         .unwrap_or_else(|| now + Duration::from_secs(60 * 60 * 24 * 365))
 }
+
+/// How often a waiting call asks its caller's interrupt check.
+pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// A caller's interrupt check (such as a language binding's pending-signal test), asked at
+/// most every [`INTERRUPT_POLL`] while a call waits, never with a lock held.
+pub(crate) struct InterruptPoll<'a> {
+    check: Option<&'a dyn Fn() -> bool>,
+    next: Instant,
+}
+
+impl<'a> InterruptPoll<'a> {
+    pub(crate) fn new(check: Option<&'a dyn Fn() -> bool>) -> Self {
+        InterruptPoll {
+            check,
+            next: Instant::now(),
+        }
+    }
+
+    /// Whether the check, if due, asks the call to stop.
+    pub(crate) fn interrupted(&mut self) -> bool {
+        let Some(check) = self.check else {
+            return false;
+        };
+        let now = Instant::now();
+        if now < self.next {
+            return false;
+        }
+        self.next = now + INTERRUPT_POLL;
+        check()
+    }
+
+    /// `deadline`, shortened so that a wait ends when the check is due again.
+    pub(crate) fn bound(&self, deadline: Option<Instant>) -> Option<Instant> {
+        match self.check {
+            None => deadline,
+            Some(_) => Some(deadline.map_or(self.next, |d| d.min(self.next))),
+        }
+    }
+}

@@ -1151,3 +1151,58 @@ fn debug_output_identifies_containers() {
     assert!(format!("{ch:?}").contains("video/frames"));
     assert!(format!("{reg:?}").contains("mode"));
 }
+
+/// A put blocked on a full channel asks its interrupt check while it waits, keeps its
+/// pending term until it gives up, then hands the item back and leaves nothing behind.
+#[test]
+fn an_interrupted_put_hands_its_item_back_and_leaves_the_channel_usable() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let c = rt.task(INFINITY).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    let input = c.attach_input(&ch).unwrap();
+    out.put(0, "a").unwrap();
+    let stop = AtomicBool::new(false);
+    let asked = AtomicUsize::new(0);
+    let err = thread::scope(|s| {
+        let blocked = s.spawn(|| {
+            out.put_interruptible(1, "b", PutOptions::default(), &|| {
+                asked.fetch_add(1, Ordering::SeqCst);
+                stop.load(Ordering::SeqCst)
+            })
+        });
+        pending_put(&rt, ZoneId::DEFAULT); // waits until the put is a watermark term
+        assert!(!blocked.is_finished());
+        stop.store(true, Ordering::SeqCst);
+        blocked.join().unwrap().unwrap_err()
+    });
+    assert_eq!(err.kind(), PutErrorKind::Interrupted);
+    assert!(err.to_string().contains("interrupted"), "{err}");
+    assert_eq!(text(&err.into_item()), "b");
+    assert!(asked.load(Ordering::SeqCst) >= 1);
+    assert!(!rt
+        .explain(ZoneId::DEFAULT)
+        .holds
+        .iter()
+        .any(|h| matches!(h.cause, HoldCause::PendingPut { .. })));
+    assert_eq!(ch.timestamps(), vec![0]);
+    // The channel works as before.
+    input.get(Selector::Exact(0)).unwrap();
+    input.consume(0).unwrap();
+    p.set_virtual_time(1).unwrap();
+    out.put_timeout(1, "b", LONG).unwrap();
+    assert_eq!(ch.timestamps(), vec![1]);
+    // A put that need not wait never asks.
+    let never = AtomicBool::new(false);
+    let ch2 = rt.channel(ContainerOptions::bounded(4)).unwrap();
+    p.attach_output(&ch2)
+        .unwrap()
+        .put_interruptible(1, "c", PutOptions::default(), &|| {
+            never.store(true, Ordering::SeqCst);
+            true
+        })
+        .unwrap();
+    assert!(!never.load(Ordering::SeqCst));
+}

@@ -817,3 +817,124 @@ fn each_pending_put_is_its_own_term() {
     assert!(pending().is_empty());
     assert_eq!(second.timestamps(), vec![5]);
 }
+
+/// Results put in a channel nobody reads are garbage once no task can reach them: the
+/// collector reclaims them whatever the timing. A reader that attached before they were put
+/// keeps them until it consumes them, however long the caller waits.
+#[test]
+fn results_are_kept_only_for_a_reader_attached_before_they_are_put() {
+    let run = |with_reader: bool| {
+        let rt = Runtime::builder().gc_interval(Some(ms(1))).build();
+        let tracks = rt.channel(ContainerOptions::unbounded()).unwrap();
+        let display = rt.task(INFINITY).unwrap();
+        let results = with_reader.then(|| display.attach_input(&tracks).unwrap());
+        let source = rt.task(0).unwrap();
+        {
+            let tracker = rt.task(0).unwrap();
+            let out = tracker.attach_output(&tracks).unwrap();
+            for ts in 0..10 {
+                out.put(ts, "track").unwrap();
+            }
+        } // the tracker exits
+        source.set_virtual_time(100).unwrap(); // the source carries on, above every track
+        thread::sleep(ms(50)); // the collector runs many times meanwhile
+        rt.collect();
+        (tracks.len(), results, display)
+    };
+    let (kept, _, _) = run(false);
+    assert_eq!(kept, 0, "nothing can read the results: they are garbage");
+    let (kept, results, _display) = run(true);
+    assert_eq!(
+        kept, 10,
+        "the display's connection keeps every unconsumed result"
+    );
+    let results = results.unwrap();
+    assert_eq!(results.get(Selector::Newest).unwrap().0, 9);
+}
+
+/// After every task exits, the zone keeps its floor for late joiners: the consumed items
+/// stay, `explain` names that term, and closing the channel releases them (running its
+/// garbage handler), while items nobody consumed stay for a reader that attaches later.
+#[test]
+fn when_every_task_exited_explain_names_the_kept_floor_and_close_releases() {
+    let rt = manual();
+    let ch = rt
+        .channel(ContainerOptions::default().name("done"))
+        .unwrap();
+    let freed = Arc::new(Mutex::new(Vec::new()));
+    let f = freed.clone();
+    ch.on_garbage(move |ts, _| f.lock().unwrap().push(ts));
+    {
+        let p = rt.task(0).unwrap();
+        let c = rt.task(INFINITY).unwrap();
+        let out = p.attach_output(&ch).unwrap();
+        let input = c.attach_input(&ch).unwrap();
+        for ts in 0..12 {
+            out.put(ts, ts.to_string()).unwrap();
+        }
+        for ts in 0..10 {
+            input.get(Selector::Exact(ts)).unwrap();
+            input.consume(ts).unwrap();
+        }
+        // 10 and 11 are never consumed.
+    }
+    rt.collect();
+    assert_eq!(ch.len(), 12, "a zone with no live task keeps its floor");
+    let report = rt.explain(ZoneId::DEFAULT);
+    let held = holders(&report);
+    assert!(
+        held.iter().any(|h| h.cause
+            == HoldCause::NoLiveTask {
+                zone: ZoneId::DEFAULT
+            }),
+        "explain names the term that keeps the items: {report}"
+    );
+    assert!(
+        report.to_string().contains("no live task in zone 0"),
+        "{report}"
+    );
+
+    ch.close();
+    assert_eq!(ch.timestamps(), vec![10, 11], "consumed items are released");
+    assert_eq!(*freed.lock().unwrap(), (0..10).collect::<Vec<_>>());
+    assert_eq!(ch.stats().reclaimed, 10);
+    assert_eq!(rt.gc_stats(ZoneId::DEFAULT).reclaimed, 10);
+
+    // A late reader still finds what nobody consumed; a released item is gone.
+    // (It starts at 0 so that attaching does not pass over the stored items, rule 3.)
+    let late = rt.task(0).unwrap();
+    let input = late.attach_input(&ch).unwrap();
+    assert_eq!(
+        input.try_get(Selector::Exact(3)).unwrap_err(),
+        stampede_core::GetError::Gone(3)
+    );
+    assert_eq!(input.get(Selector::Oldest).unwrap().0, 10);
+    // On a closed channel, a consume by every present reader releases at once.
+    input.consume(10).unwrap();
+    assert_eq!(ch.timestamps(), vec![11]);
+}
+
+/// Closing releases only what no present connection can still read: an item open or
+/// unconsumed on a live connection stays until that connection is done with it.
+#[test]
+fn close_keeps_items_a_present_connection_can_still_read() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let p = rt.task(0).unwrap();
+    let (a, b) = (rt.task(INFINITY).unwrap(), rt.task(INFINITY).unwrap());
+    let out = p.attach_output(&ch).unwrap();
+    let (ia, ib) = (a.attach_input(&ch).unwrap(), b.attach_input(&ch).unwrap());
+    for ts in 0..4 {
+        out.put(ts, "x").unwrap();
+    }
+    ia.consume_until(3).unwrap();
+    ib.consume(0).unwrap();
+    ib.get(Selector::Exact(1)).unwrap(); // open on b
+    ch.close();
+    assert_eq!(ch.timestamps(), vec![1, 2, 3], "b consumed only 0");
+    ib.consume(1).unwrap();
+    assert_eq!(ch.timestamps(), vec![2, 3]);
+    drop(ib); // b detaches: nobody can read 2 and 3 any more
+    assert!(ch.is_empty());
+    drop(ia);
+}

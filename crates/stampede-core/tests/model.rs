@@ -1,7 +1,7 @@
 //! State-machine property test of Space-Time Memory.
 //!
 //! Random sequences of operations run against the real runtime and against `Model`, a
-//! small sequential reference model of DESIGN.md §2 written below, and every result is
+//! small sequential reference model of design §2 (`docs/design.md`) written below, and every result is
 //! compared. Where §2 leaves a choice open the model follows the rule the implementation
 //! documents:
 //!

@@ -165,3 +165,27 @@ fn a_task_makes_pacers() {
     assert!(start.elapsed() >= ms(10));
     assert!(format!("{pacer:?}").contains("period"));
 }
+
+/// An interrupted sync returns at once and counts no tick; the schedule is unchanged.
+#[test]
+fn an_interrupted_sync_stops_sleeping_and_counts_nothing() {
+    let mut pacer = Pacer::new(Duration::from_secs(3600), ms(500), |_| LateAction::Continue);
+    assert_eq!(pacer.sync_interruptible(0, &|| false), Some(Tick::OnTime));
+    let start = Instant::now();
+    let stop_at = start + ms(30);
+    assert_eq!(
+        pacer.sync_interruptible(1, &|| Instant::now() >= stop_at),
+        None
+    );
+    assert!(start.elapsed() >= ms(30));
+    assert!(
+        start.elapsed() < Duration::from_secs(600),
+        "it did not sleep to the tick"
+    );
+    assert_eq!(pacer.stats().on_time, 1);
+    assert_eq!(
+        pacer.sync(0),
+        Tick::OnTime,
+        "tick 0 is still within tolerance"
+    );
+}

@@ -556,3 +556,35 @@ fn len_counts_waiting_items() {
     assert!(q.is_empty());
     assert!(format!("{q:?}").contains("jobs"));
 }
+
+/// A put blocked on a full queue gives up when its interrupt check says so, hands the item
+/// back, and leaves the queue as it was.
+#[test]
+fn an_interrupted_put_hands_its_item_back_and_leaves_the_queue_usable() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let rt = manual();
+    let q = rt.queue(ContainerOptions::bounded(1)).unwrap();
+    let p = rt.task(0).unwrap();
+    let w = rt.task(0).unwrap();
+    let out = p.attach_output(&q).unwrap();
+    let input = w.attach_input(&q).unwrap();
+    out.put(0, "a").unwrap();
+    let stop = AtomicBool::new(false);
+    let err = thread::scope(|s| {
+        let blocked = s.spawn(|| {
+            out.put_interruptible(1, "b", Wait::Forever, &|| stop.load(Ordering::SeqCst))
+        });
+        thread::sleep(ms(100));
+        assert!(!blocked.is_finished(), "the put waits for space");
+        stop.store(true, Ordering::SeqCst);
+        blocked.join().unwrap().unwrap_err()
+    });
+    assert_eq!(err.kind(), PutErrorKind::Interrupted);
+    assert_eq!(text(&err.into_item()), "b");
+    assert_eq!(q.len(), 1);
+    let got = input.get().unwrap();
+    assert_eq!(text(&got.item), "a");
+    input.consume(got.ticket).unwrap();
+    out.put_timeout(1, "b", Duration::from_secs(10)).unwrap();
+    assert_eq!(text(&input.get().unwrap().item), "b");
+}

@@ -101,6 +101,18 @@ fn call_waiting(
     wait: Wait,
     make: impl Fn(Wait) -> Request,
 ) -> Result<Reply, String> {
+    call_waiting_until(sh, owner, wait, None, make).map(|r| r.expect("never interrupted"))
+}
+
+/// [`call_waiting`], asking `interrupted` between the slices a blocked request waits at its
+/// owner; `None` when it asked to stop.
+fn call_waiting_until(
+    sh: &Shared,
+    owner: &str,
+    wait: Wait,
+    interrupted: Option<&dyn Fn() -> bool>,
+    make: impl Fn(Wait) -> Request,
+) -> Result<Option<Reply>, String> {
     let deadline = match wait {
         Wait::For(d) => Some(Instant::now() + d),
         _ => None,
@@ -112,10 +124,13 @@ fn call_waiting(
         };
         let r = call(sh, owner, &make(w))?;
         if !matches!(r, Reply::Again) {
-            return Ok(r);
+            return Ok(Some(r));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(r);
+            return Ok(Some(r));
+        }
+        if interrupted.is_some_and(|stop| stop()) {
+            return Ok(None);
         }
     }
 }
@@ -531,6 +546,7 @@ impl RemoteConn {
         item: Item,
         consumers: Option<u32>,
         wait: Wait,
+        interrupted: Option<&dyn Fn() -> bool>,
     ) -> Result<u64, PutError> {
         let consumers = match consumers {
             Some(0) => return Err(PutError::new(PutErrorKind::ZeroConsumers, ts, item)),
@@ -546,19 +562,22 @@ impl RemoteConn {
             data: item.wire().clone(),
         };
         let tref = self.task.tref();
-        let r = call_waiting(self.sh(), self.owner(), wait, |w| Request::Put {
-            task: tref.clone(),
-            conn: self.id,
-            vis,
-            ts,
-            consumers,
-            wait: w,
-            item: wi.clone(),
+        let r = call_waiting_until(self.sh(), self.owner(), wait, interrupted, |w| {
+            Request::Put {
+                task: tref.clone(),
+                conn: self.id,
+                vis,
+                ts,
+                consumers,
+                wait: w,
+                item: wi.clone(),
+            }
         });
         core.remove_remote_put(ts, cid);
         match r {
-            Ok(Reply::Stored { seq }) => Ok(seq),
-            Ok(other) => Err(PutError::new(put_kind(other, self.owner()), ts, item)),
+            Ok(Some(Reply::Stored { seq })) => Ok(seq),
+            Ok(Some(other)) => Err(PutError::new(put_kind(other, self.owner()), ts, item)),
+            Ok(None) => Err(PutError::new(PutErrorKind::Interrupted, ts, item)),
             Err(_) => Err(PutError::new(PutErrorKind::Unreachable, ts, item)),
         }
     }
@@ -840,7 +859,30 @@ impl OutputConnection<Channel> {
         match &self.repr {
             OutRepr::Local(o) => o.put_with(ts, item, opts),
             OutRepr::Remote(r) => r
-                .put(ts, item.into(), opts.consumers, opts.wait)
+                .put(ts, item.into(), opts.consumers, opts.wait, None)
+                .map(|_| ()),
+        }
+    }
+    /// Puts with options, asking `interrupted` while the put waits for space (see
+    /// [`stampede_core::OutputConnection::put_interruptible`]); on a remote channel it is
+    /// asked between the slices the put waits at the owner.
+    pub fn put_interruptible(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        opts: PutOptions,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<(), PutError> {
+        match &self.repr {
+            OutRepr::Local(o) => o.put_interruptible(ts, item, opts, interrupted),
+            OutRepr::Remote(r) => r
+                .put(
+                    ts,
+                    item.into(),
+                    opts.consumers,
+                    opts.wait,
+                    Some(interrupted),
+                )
                 .map(|_| ()),
         }
     }
@@ -873,7 +915,21 @@ impl OutputConnection<Queue> {
     ) -> Result<u64, PutError> {
         match &self.repr {
             OutRepr::Local(o) => o.put_with(ts, item, wait),
-            OutRepr::Remote(r) => r.put(ts, item.into(), None, wait),
+            OutRepr::Remote(r) => r.put(ts, item.into(), None, wait, None),
+        }
+    }
+    /// Puts, asking `interrupted` while the put waits for space (see
+    /// [`OutputConnection::<Channel>::put_interruptible`]).
+    pub fn put_interruptible(
+        &self,
+        ts: Timestamp,
+        item: impl Into<Item>,
+        wait: Wait,
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<u64, PutError> {
+        match &self.repr {
+            OutRepr::Local(o) => o.put_interruptible(ts, item, wait, interrupted),
+            OutRepr::Remote(r) => r.put(ts, item.into(), None, wait, Some(interrupted)),
         }
     }
 }
@@ -884,7 +940,7 @@ impl OutputConnection<Register> {
         match &self.repr {
             OutRepr::Local(o) => o.write(item),
             OutRepr::Remote(r) => {
-                r.put(0, item.into(), None, Wait::Never)
+                r.put(0, item.into(), None, Wait::Never, None)
                     .map_err(|e| match e.kind() {
                         PutErrorKind::Closed => StmError::Closed,
                         PutErrorKind::Detached => StmError::Detached,

@@ -6,7 +6,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use futures::Stream;
-use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use stampede_core as core;
 use stampede_core::{GetError, Timestamp};
@@ -169,10 +169,16 @@ impl Pacer {
 
     /// Waits until tick ``vt`` is due, or reports lateness through the handler.
     fn sync(&self, py: Python<'_>, vt: Timestamp) -> PyResult<Tick> {
-        let t = py.detach(|| lock(&self.pacer).sync(vt));
+        let signals = stm::Signals::default();
+        let t = py.detach(|| lock(&self.pacer).sync_interruptible(vt, &|| signals.pending()));
         if let Some(e) = lock(&self.failed).take() {
             return Err(e);
         }
+        let Some(t) = t else {
+            return Err(signals.take().unwrap_or_else(|| {
+                PyRuntimeError::new_err("the pacer's wait was interrupted without an exception")
+            }));
+        };
         Ok(match t {
             core::Tick::OnTime => Tick {
                 kind: "on_time",

@@ -10,8 +10,9 @@
 //!
 //! # The GIL and locks
 //! Calls that may block run with the GIL released; gets wait in slices of [`SLICE`] so that
-//! signals (Ctrl-C) are seen between slices. A blocked put waits in one piece, because it is
-//! a watermark term for as long as it waits. Every operation on a remote container is a
+//! signals (Ctrl-C) are seen between slices. A blocked put (and a pacer's sleep) waits in
+//! one piece, because it is a watermark term for as long as it waits; the core asks its
+//! [`Signals`] check while it waits instead. Every operation on a remote container is a
 //! network round trip and runs without the GIL. Local calls that cannot block keep the GIL:
 //! the core never calls into Python while it holds one of its locks, and items drop their
 //! Python objects without the GIL (the decrement is deferred), so no core lock ever waits for
@@ -130,6 +131,41 @@ pub(crate) fn blocking<T: Send, E: Send>(
         match r {
             Err(e) if retry(&e) && !last => py.check_signals()?,
             r => return Ok(r),
+        }
+    }
+}
+
+/// The pending-signal check of a call that waits in one piece (a blocked put, a pacer's
+/// sleep): the core asks it while it waits, with no lock held, and it runs the
+/// interpreter's signal handlers. The first exception one raises (`KeyboardInterrupt` on
+/// Ctrl-C) stops the wait and is kept here for the caller to raise.
+#[derive(Default)]
+pub(crate) struct Signals(Mutex<Option<PyErr>>);
+
+impl Signals {
+    pub(crate) fn pending(&self) -> bool {
+        if FINALIZING.load(Ordering::Acquire) {
+            return false;
+        }
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                lock(&self.0).get_or_insert(e);
+                true
+            }
+        })
+    }
+
+    /// The exception a signal handler raised, if any.
+    pub(crate) fn take(&self) -> Option<PyErr> {
+        lock(&self.0).take()
+    }
+
+    /// A failed put's exception: the signal handler's if it stopped the put.
+    fn put_error(&self, py: Python<'_>, e: core::PutError, item: &Bound<'_, PyAny>) -> PyErr {
+        match self.take() {
+            Some(raised) if e.kind() == core::PutErrorKind::Interrupted => raised,
+            _ => errors::put_error(py, e, item),
         }
     }
 }
@@ -1098,7 +1134,9 @@ impl Channel {
         })
     }
     /// Closes the channel, wherever it lives: puts fail with ``Closed``; gets drain what is
-    /// left, then fail.
+    /// left, then fail. Items consumed on some connection that no present connection can
+    /// still read are released at once (a zone with no live task otherwise keeps them for
+    /// tasks that join later).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         close_container(py, || self.ch.close())
     }
@@ -1357,13 +1395,17 @@ impl ChannelOutput {
         let opts = put_options(py, consumers)?;
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
+        // One wait, not slices: a blocked put is a watermark term and counts once as full.
+        // Ctrl-C still stops it (see `Signals`).
+        let opts = opts.wait(whole_wait(deadline));
+        let signals = Signals::default();
+        let stop = || signals.pending();
         let r = match &*conn {
             Link::Local(c) if !self.bounded => c.put_with(ts, it, opts.wait(Wait::Never)),
-            // One wait, not slices: a blocked put is a watermark term and counts once as full.
-            Link::Local(c) => py.detach(|| c.put_with(ts, it, opts.wait(whole_wait(deadline)))),
-            Link::Remote(c) => py.detach(|| c.put_with(ts, it, opts.wait(whole_wait(deadline)))),
+            Link::Local(c) => py.detach(|| c.put_interruptible(ts, it, opts, &stop)),
+            Link::Remote(c) => py.detach(|| c.put_interruptible(ts, it, opts, &stop)),
         };
-        r.map_err(|e| errors::put_error(py, e, item))
+        r.map_err(|e| signals.put_error(py, e, item))
     }
 
     /// Puts without waiting; a full channel raises ``Full``.
@@ -1532,11 +1574,13 @@ impl QueueOutput {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
         let wait = whole_wait(deadline);
+        let signals = Signals::default();
+        let stop = || signals.pending();
         py.detach(|| match &*conn {
-            Link::Local(c) => c.put_with(ts, it, wait),
-            Link::Remote(c) => c.put_with(ts, it, wait),
+            Link::Local(c) => c.put_interruptible(ts, it, wait, &stop),
+            Link::Remote(c) => c.put_interruptible(ts, it, wait, &stop),
         })
-        .map_err(|e| errors::put_error(py, e, item))
+        .map_err(|e| signals.put_error(py, e, item))
     }
 
     /// Appends without waiting; a full queue raises ``Full``.
@@ -1740,7 +1784,9 @@ pub(crate) struct GcStats {
 pub(crate) struct Hold {
     /// The timestamp this term holds the watermark at.
     ts: Timestamp,
-    /// ``"virtual_time"``, ``"pending_put"``, ``"unconsumed"``, ``"queue_item"`` or ``"horizon"``.
+    /// ``"virtual_time"``, ``"pending_put"``, ``"unconsumed"``, ``"queue_item"``, ``"horizon"``,
+    /// ``"no_live_task"`` (the zone's floor is kept for tasks that join later) or ``"remote"``
+    /// (another address space's lowest term).
     cause: &'static str,
     /// The task involved, if any.
     task: Option<u64>,
@@ -1820,6 +1866,8 @@ impl From<&core::Hold> for Hold {
                 out.ticket = Some(*ticket);
                 out.task = held_by.map(|t| t.0);
             }
+            core::HoldCause::NoLiveTask { .. } => out.cause = "no_live_task",
+            core::HoldCause::Remote { .. } => out.cause = "remote",
             _ => {}
         }
         out

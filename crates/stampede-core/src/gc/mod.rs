@@ -14,7 +14,11 @@
 //! items below `W` are unreachable and are reclaimed. The applied watermark (the zone's
 //! *floor*) only rises, and a task created from the runtime (not from a parent task) must
 //! start at or above it. Two rules keep late joiners possible:
-//! - a zone with no live task keeps its floor;
+//! - a zone with no live task (here or, in a distributed application, anywhere) keeps its
+//!   floor: a task that joins later may still start there and read what is stored. The
+//!   report names this term ([`HoldCause::NoLiveTask`]); closing a channel releases every
+//!   item consumed on it that no present connection can still read (see
+//!   [`Channel::close`](crate::Channel::close)), and dropping a container's last handle frees it;
 //! - the floor never passes one above the newest timestamp ever put in the zone (the
 //!   *horizon*): raising it further would reclaim nothing, and would forbid a source that
 //!   joins later from starting right after the existing data.
@@ -91,6 +95,12 @@ pub enum HoldCause {
     },
     /// Nothing at or above this timestamp was ever put in the zone; the floor stops here.
     Horizon,
+    /// The zone has no live task, so its floor is kept for tasks that join later; closing a
+    /// channel releases the items consumed on it.
+    NoLiveTask {
+        /// The zone.
+        zone: ZoneId,
+    },
     /// The lowest term another address space of a distributed application reported.
     Remote {
         /// The reporting address space.
@@ -120,6 +130,11 @@ impl fmt::Display for Hold {
                 write!(f, "{ts}: virtual time of task {task_name} ({})", task.0)
             }
             HoldCause::Horizon => write!(f, "{ts}: horizon (one above the newest item put)"),
+            HoldCause::NoLiveTask { zone } => write!(
+                f,
+                "{ts}: no live task in {zone}: floor kept for late joiners \
+                 (closing a channel releases its consumed items)"
+            ),
             HoldCause::Remote { space } => write!(f, "{ts}: address space {space}"),
             HoldCause::PendingPut {
                 task_name,
@@ -422,17 +437,20 @@ impl Zone {
         let snap = self.snapshot();
         let mut holds = Vec::new();
         let (w, local) = Self::terms(&snap, Some(&mut holds));
-        holds.sort_by_key(|h| h.ts);
         let floor = self.floor();
+        let idle = snap.tasks.is_empty() && snap.remote.is_empty();
+        if idle {
+            holds.push(Hold {
+                ts: floor,
+                cause: HoldCause::NoLiveTask { zone: self.id },
+            });
+        }
+        holds.sort_by_key(|h| h.ts);
         WatermarkReport {
             zone: self.id,
             local,
             floor,
-            watermark: if snap.tasks.is_empty() && snap.remote.is_empty() {
-                floor
-            } else {
-                w.max(floor)
-            },
+            watermark: if idle { floor } else { w.max(floor) },
             holds,
         }
     }
