@@ -106,10 +106,12 @@ $(C_DIR)/test_stampede_asan: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
 	$(CC) $(C_FLAGS) -O1 -fsanitize=address -fno-omit-frame-pointer $< $(C_LIB) $(C_LIBS) -o $@
 
-# TAP output; the last line is the summary CI reads.
+# TAP output; the last line is the summary CI reads. The C blocks of README.md and docs/ are
+# compiled as whole programs with the same flags and run.
 test-c: c
 	$(C_DIR)/pipeline 20 200 >/dev/null
 	$(C_DIR)/pipeline_shared 20 200 >/dev/null
+	sh tests/c/doc_examples.sh $(C_DIR)/doc-examples "$(CC)" "$(C_FLAGS)" $(C_LIB) "$(C_LIBS)"
 	$(C_DIR)/test_stampede
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 $(C_DIR)/test_stampede_asan
 

@@ -50,3 +50,8 @@ pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
 pub use error::NetError;
 pub use space::{NameEvent, NameWatch, Space, SpaceStats};
 pub use wire::{Kind, NameRecord};
+
+// The Rust examples of the distribution guide run as this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/distribution.md")]
+mod distribution_guide {}
