@@ -20,14 +20,16 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
-use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
+use crate::gc::{Collectable, Hold, HoldCause, Zone};
+use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
-use crate::notify::{Arrivals, Subscribers, SubscriptionId};
+use crate::notify::{Arrivals, GarbageHandler, Subscribers, SubscriptionId};
 use crate::sync::{
     lock, wait, AtomicBool, AtomicUsize, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering,
 };
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, ZoneId, INFINITY};
+use crate::wait::{spin, Wait, SPIN_ROUNDS};
 
 /// Which item a channel get asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,9 +45,6 @@ pub enum Selector {
     /// The oldest unconsumed item newer than this connection's last get: in-order streaming.
     NextUnseen,
 }
-
-/// A garbage handler: runs once for every item the channel reclaims.
-pub(crate) type GarbageHandler = Arc<dyn Fn(Timestamp, &Item) + Send + Sync>;
 
 /// Counters of a channel, from [`Channel::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -308,46 +307,8 @@ pub(crate) struct ChannelCore {
     putters: Condvar,
 }
 
-/// How long an operation may block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Block until the operation can complete.
-    Forever,
-    /// Return at once.
-    Never,
-    /// Block at most this long.
-    For(std::time::Duration),
-}
-
-impl Wait {
-    pub(crate) fn deadline(self) -> (bool, Option<Instant>) {
-        match self {
-            Wait::Forever => (true, None),
-            Wait::Never => (false, None),
-            Wait::For(d) => (true, Some(crate::sync::deadline(d))),
-        }
-    }
-}
-
 /// A put blocked on a full channel runs a pass at least this often.
 const PUT_RECHECK: std::time::Duration = std::time::Duration::from_millis(2);
-
-/// Busy-wait rounds before a blocking get parks: a hand-off often completes within them,
-/// saving two context switches. Under loom every round is a scheduling point, so few.
-#[cfg(not(loom))]
-pub(crate) const SPIN_ROUNDS: u32 = 64;
-#[cfg(loom)]
-pub(crate) const SPIN_ROUNDS: u32 = 2;
-
-pub(crate) fn spin(round: u32) {
-    if round < SPIN_ROUNDS / 2 {
-        for _ in 0..(1 << round.min(6)) {
-            std::hint::spin_loop();
-        }
-    } else {
-        std::thread::yield_now();
-    }
-}
 
 impl ChannelCore {
     pub(crate) fn new(

@@ -4,15 +4,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::{Channel, Selector, Wait};
+use crate::channel::{Channel, Selector};
 use crate::container::{Container, Kind};
 use crate::error::{GetError, PutError, StmError};
-use crate::gc::ConnId;
+use crate::ids::ConnId;
 use crate::item::Item;
 use crate::queue::{Queue, QueueItem};
 use crate::register::Register;
 use crate::task::{Detach, TaskInner};
 use crate::time::Timestamp;
+use crate::wait::Wait;
 
 /// A task's attachment to a container for getting. Dropping it detaches.
 pub struct InputConnection<C: Container> {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::channel::{Channel, ChannelCore};
-use crate::gc::ContainerId;
+use crate::ids::ContainerId;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
 use crate::time::ZoneId;

@@ -4,13 +4,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::channel::{Channel, Selector, Wait};
+use crate::channel::{Channel, Selector};
 use crate::connection::InputConnection;
 use crate::error::{GetError, Neighbors, StmError};
 use crate::item::Item;
 use crate::notify::SubscriptionId;
 use crate::sync::{lock, wait, Condvar, Mutex};
 use crate::time::Timestamp;
+use crate::wait::Wait;
 
 /// How items of different channels match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -105,6 +105,7 @@ mod container;
 mod correlate;
 mod error;
 mod gc;
+mod ids;
 mod item;
 mod notify;
 mod pacing;
@@ -114,13 +115,15 @@ mod runtime;
 mod sync;
 mod task;
 mod time;
+mod wait;
 
-pub use channel::{Channel, ChannelStats, Selector, Wait};
+pub use channel::{Channel, ChannelStats, Selector};
 pub use connection::{InputConnection, OutputConnection, PutOptions};
 pub use container::{Container, ContainerHandle, ContainerOptions, Named};
 pub use correlate::{Correlated, Correlator, Match};
 pub use error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
-pub use gc::{ConnId, ContainerId, GcStats, Hold, HoldCause, WatermarkReport};
+pub use gc::{GcStats, Hold, HoldCause, WatermarkReport};
+pub use ids::{ConnId, ContainerId, TaskId};
 pub use item::{
     DType, Element, Item, ItemType, MarshalError, MarshalFn, NdArray, TypeTag, MAX_NDIM,
 };
@@ -129,5 +132,6 @@ pub use pacing::{LateAction, Lateness, Pacer, PacerStats, Tick};
 pub use queue::{Queue, QueueItem, QueueStats};
 pub use register::Register;
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use task::{Task, TaskBuilder, TaskId};
+pub use task::{Task, TaskBuilder};
 pub use time::{Timestamp, ZoneId, INFINITY};
+pub use wait::Wait;

@@ -8,8 +8,12 @@ use std::task::{Context, Poll, Waker};
 
 use futures_core::Stream;
 
+use crate::item::Item;
 use crate::sync::{lock, Mutex};
 use crate::time::Timestamp;
+
+/// A garbage handler: runs once for every item the channel reclaims.
+pub(crate) type GarbageHandler = Arc<dyn Fn(Timestamp, &Item) + Send + Sync>;
 
 type Callback = Arc<dyn Fn(Timestamp) + Send + Sync>;
 

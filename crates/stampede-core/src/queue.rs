@@ -5,14 +5,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::channel::{spin, GarbageHandler, Wait, SPIN_ROUNDS};
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
-use crate::gc::{Collectable, ConnId, ContainerId, Hold, HoldCause, Zone};
+use crate::gc::{Collectable, Hold, HoldCause, Zone};
+use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
-use crate::notify::{Arrivals, Subscribers, SubscriptionId};
+use crate::notify::{Arrivals, GarbageHandler, Subscribers, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, INFINITY};
+use crate::wait::{spin, Wait, SPIN_ROUNDS};
 
 /// An item gotten from a queue: consume it by its ticket.
 #[derive(Clone, Debug)]

@@ -4,13 +4,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::channel::Wait;
 use crate::error::{GetError, Neighbors, StmError};
-use crate::gc::{ConnId, ContainerId};
+use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
 use crate::sync::{lock, wait, Condvar, Mutex, MutexGuard};
 use crate::task::{Detach, TaskInner};
 use crate::time::ZoneId;
+use crate::wait::Wait;
 
 struct State {
     value: Option<Item>,

@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::channel::{Channel, ChannelCore};
 use crate::container::{ContainerOptions, Named};
 use crate::error::StmError;
-use crate::gc::{ConnId, GcStats, MarkListener, WatermarkReport, Zone};
+use crate::gc::{GcStats, MarkListener, WatermarkReport, Zone};
+use crate::ids::ConnId;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
@@ -261,7 +262,7 @@ impl Runtime {
         }
         let zone = self.zone(opts.zone);
         let core = Arc::new(ChannelCore::new(
-            crate::gc::ContainerId(self.next_id()),
+            crate::ids::ContainerId(self.next_id()),
             opts.name.clone(),
             opts.capacity,
             zone.clone(),
@@ -279,7 +280,7 @@ impl Runtime {
         }
         let zone = self.zone(opts.zone);
         let core = Arc::new(QueueCore::new(
-            crate::gc::ContainerId(self.next_id()),
+            crate::ids::ContainerId(self.next_id()),
             opts.name.clone(),
             opts.capacity,
             zone.clone(),
@@ -293,7 +294,7 @@ impl Runtime {
     /// Creates a register: one value, overwritten by each write.
     pub fn register(&self, opts: ContainerOptions) -> Result<Register, StmError> {
         let core = Arc::new(RegisterCore::new(
-            crate::gc::ContainerId(self.next_id()),
+            crate::ids::ContainerId(self.next_id()),
             opts.name.clone(),
             opts.zone,
         ));

@@ -7,15 +7,12 @@ use std::time::Duration;
 use crate::connection::{InputConnection, OutputConnection};
 use crate::container::{Container, Kind};
 use crate::error::StmError;
-use crate::gc::{ConnId, ContainerId, Hold, HoldCause, Zone};
+use crate::gc::{Hold, HoldCause, Zone};
+use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::pacing::{LateAction, Lateness, Pacer};
 use crate::runtime::Runtime;
 use crate::sync::{lock, AtomicBool, AtomicI64, Mutex, Ordering};
 use crate::time::{Timestamp, ZoneId, INFINITY};
-
-/// Identifies a task within a runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TaskId(pub u64);
 
 /// A container that can drop a connection when its task goes away.
 pub(crate) trait Detach: Send + Sync {

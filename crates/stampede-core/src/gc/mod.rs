@@ -39,17 +39,10 @@ use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
 
+use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
-use crate::task::{TaskId, TaskInner};
+use crate::task::TaskInner;
 use crate::time::{fmt_ts, Timestamp, ZoneId, INFINITY};
-
-/// Identifies a container within a runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ContainerId(pub u64);
-
-/// Identifies a connection within a runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnId(pub u64);
 
 /// One term of the watermark: a timestamp and what holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
