@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::NetError;
+use crate::error::{zenoh_text, NetError};
 
 /// How the Zenoh session of an address space takes part in the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -196,7 +196,7 @@ impl Config {
         let mut c = zenoh::Config::default();
         let mut set = |k: &str, v: String| {
             c.insert_json5(k, &v)
-                .map_err(|e| NetError::Config(format!("{k} = {v}: {e}")))
+                .map_err(|e| NetError::Config(format!("{k} = {v}: {}", zenoh_text(&e))))
         };
         set("mode", json_str(self.mode.as_str()))?;
         // Peers assume a full mesh: a router does not relay between them. So a peer that
