@@ -2887,6 +2887,47 @@ done:
     stp_config_free(cfg);
 }
 
+/* A malformed endpoint is refused before joining, however long joining would wait, with a
+ * message that says what is wrong and names no file of the machine the library was built on. */
+static void test_dist_malformed_endpoints(void) {
+    static const struct {
+        const char *endpoint, *says;
+    } bad[] = {
+        {"tcp/127.0.0.1", "has no port"},
+        {"bogus/127.0.0.1:1", "unknown protocol"},
+        {"tcp/127.0.0.1:99999", "out of range"},
+        {"not-an-endpoint", "has no protocol"},
+    };
+    stp_config *cfg = NULL;
+    stp_runtime *rt = NULL;
+    double t0, el;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int listen = 0; listen < 2; listen++) {
+            cfg = stp_config_new(listen ? STP_PEER : STP_CLIENT);
+            CHECK(cfg != NULL);
+            if (listen)
+                CHECK_OK(stp_config_listen(cfg, bad[i].endpoint));
+            else
+                CHECK_OK(stp_config_connect(cfg, bad[i].endpoint));
+            CHECK_OK(stp_config_timeouts(cfg, 1000, 1000, 30000));
+            t0 = now_ms();
+            CHECK_ST(stp_runtime_join("capp", cfg, &rt), STP_CONFIG);
+            el = now_ms() - t0;
+            CHECK(rt == NULL);
+            CHECK_MSG(strstr(stp_last_error(), bad[i].says) != NULL, "%s: \"%s\"",
+                      bad[i].endpoint, stp_last_error());
+            CHECK_MSG(strstr(stp_last_error(), ".rs:") == NULL, "%s: \"%s\"", bad[i].endpoint,
+                      stp_last_error());
+            CHECK_MSG(el < 5000, "%s refused after %.0f ms", bad[i].endpoint, el);
+            stp_config_free(cfg);
+            cfg = NULL;
+        }
+    }
+done:
+    stp_runtime_free(rt);
+    stp_config_free(cfg);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Runner                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
@@ -2942,6 +2983,7 @@ static const test_case tests[] = {
     T(dist_register),
     T(dist_names),
     T(dist_join_errors),
+    T(dist_malformed_endpoints),
 };
 #undef T
 

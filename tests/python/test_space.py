@@ -265,6 +265,28 @@ def test_joining_errors_are_typed() -> None:
         sp.Space.join("app", mode="client", connect=[free_endpoint()], connect_timeout=0.5)
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "says"),
+    [
+        ("tcp/127.0.0.1", "has no port"),
+        ("bogus/127.0.0.1:1", "unknown protocol"),
+        ("tcp/127.0.0.1:99999", "out of range"),
+        ("127.0.0.1:7447", "has no protocol"),
+    ],
+)
+def test_malformed_endpoints_are_configuration_errors(endpoint: str, says: str) -> None:
+    # Refused before joining: unchecked, each would wait out the connect timeout and fail
+    # as a ConnectError.
+    with pytest.raises(sp.ConfigError) as connecting:
+        sp.Space.join("app", mode="client", connect=[endpoint], connect_timeout=30)
+    with pytest.raises(sp.ConfigError) as listening:
+        sp.Space.join("app", listen=[endpoint], connect_timeout=30)
+    for e in (connecting, listening):
+        message = str(e.value)
+        assert endpoint in message and says in message, message
+        assert ".rs:" not in message and ".cargo" not in message, message
+
+
 def test_a_space_is_a_context_manager_with_its_own_runtime() -> None:
     with sp.Space.join(f"t{os.getpid()}-alone", listen=[free_endpoint()]) as space:
         assert space.spaces() == [space.id]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use stampede_net::{Config, Mode, Tls};
+use stampede_net::{validate_endpoint, Config, Mode, NetError, Tls};
 
 /// Where a router listens, and where the others connect, unless told otherwise: Zenoh's
 /// usual router port, on loopback so nothing is exposed by accident.
@@ -251,11 +251,14 @@ fn service_spec(s: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), meta.to_owned()))
 }
 
-/// Checks the syntax only; whether anything answers there is found out by joining.
+/// Checks the form only (protocol, address, port); whether anything answers there is found
+/// out by joining.
 fn endpoint(s: &str) -> Result<String, String> {
-    s.parse::<zenoh::config::EndPoint>()
-        .map(|_| s.to_owned())
-        .map_err(|e| format!("{e} (expected e.g. tcp/127.0.0.1:7447)"))
+    match validate_endpoint(s) {
+        Ok(()) => Ok(s.to_owned()),
+        Err(NetError::Config(why)) => Err(why),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A number of seconds, or a duration with units such as `250ms` or `1m 30s`.
@@ -364,7 +367,16 @@ mod tests {
     #[test]
     fn endpoints() {
         assert!(endpoint("tcp/127.0.0.1:7447").is_ok());
-        assert!(endpoint("127.0.0.1:7447").is_err());
+        assert!(endpoint("unixsock-stream//tmp/stampede.sock").is_ok());
+        for bad in [
+            "127.0.0.1:7447",
+            "tcp/127.0.0.1",
+            "bogus/127.0.0.1:1",
+            "tcp/127.0.0.1:99999",
+        ] {
+            let why = endpoint(bad).unwrap_err();
+            assert!(why.contains(bad) && !why.contains(".rs:"), "{why}");
+        }
     }
 
     #[test]

@@ -51,7 +51,8 @@ impl From<NetError> for Failure {
             NetError::Config(_) | NetError::InvalidName(_) => 2,
             _ => 1,
         };
-        let mut message = strip_locations(&e.to_string());
+        // The error's text leaves out the source locations Zenoh appends to its own.
+        let mut message = e.to_string();
         if matches!(&e, NetError::Connect(t) if t.contains("Unable to connect")) {
             message.push_str(" (is a router or peer listening there?)");
         }
@@ -117,35 +118,6 @@ pub(crate) fn init_logging(default: &str) {
         .try_init();
 }
 
-/// Removes the source locations Zenoh appends to its errors (` at /path/file.rs:388.`):
-/// they mean nothing to an operator.
-fn strip_locations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(" at ") {
-        let tail = &rest[i + 4..];
-        let word = &tail[..tail.find(char::is_whitespace).unwrap_or(tail.len())];
-        let location = word.find(".rs:").and_then(|r| {
-            let digits = word[r + 4..].bytes().take_while(u8::is_ascii_digit).count();
-            (digits > 0).then_some(r + 4 + digits)
-        });
-        match location {
-            Some(end) => {
-                out.push_str(&rest[..i]);
-                // The location ends the sentence; what closes around it stays.
-                let after = &tail[end..];
-                rest = after.strip_prefix('.').unwrap_or(after);
-            }
-            None => {
-                out.push_str(&rest[..i + 4]);
-                rest = tail;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,11 +136,14 @@ mod tests {
             "could not join: Unable to connect to any of [tcp/127.0.0.1:1]. Timeout!; \
              second line (is a router or peer listening there?)"
         );
-        assert_eq!(strip_locations("look at this"), "look at this");
-        assert_eq!(
-            strip_locations("refused (Timeout! at /z/src/orchestrator.rs:388.) at once"),
-            "refused (Timeout!) at once"
-        );
         assert_eq!(Failure::from(NetError::Config("lease".into())).code, 2);
+        let f = Failure::from(NetError::Config(
+            "no/such = 1: unknown key at /home/u/.cargo/registry/src/zenoh-config/src/lib.rs:9."
+                .into(),
+        ));
+        assert_eq!(
+            f.to_string(),
+            "invalid configuration: no/such = 1: unknown key"
+        );
     }
 }

@@ -240,6 +240,56 @@ fn bad_arguments_exit_2() {
 }
 
 #[test]
+fn malformed_endpoints_are_refused_at_once() {
+    for (endpoint, says) in [
+        ("tcp/127.0.0.1", "has no port"),
+        ("bogus/127.0.0.1:1", "unknown protocol \"bogus\""),
+        ("tcp/127.0.0.1:99999", "port 99999 is out of range 0-65535"),
+        ("127.0.0.1:7447", "has no protocol"),
+    ] {
+        // Unchecked, each would wait out the timeout and fail as unreachable.
+        let flags = ["--app", "a", "--timeout", "30s"];
+        for args in [
+            [&["names", "--connect", endpoint][..], &flags].concat(),
+            [&["router", "--listen", endpoint][..], &flags].concat(),
+        ] {
+            let start = Instant::now();
+            let o = run(&args);
+            let took = start.elapsed();
+            assert_eq!(o.code, Some(2), "{args:?}: {}", o.stderr);
+            let first = o.stderr.lines().next().unwrap_or_default();
+            assert!(first.starts_with("error:"), "{args:?}: {}", o.stderr);
+            assert!(
+                first.contains(endpoint) && first.contains(says),
+                "{}",
+                o.stderr
+            );
+            for path in [".rs:", "/home", ".cargo"] {
+                assert!(!o.stderr.contains(path), "{args:?}: {}", o.stderr);
+            }
+            assert!(o.stdout.is_empty(), "{}", o.stdout);
+            assert!(
+                took < Duration::from_secs(5),
+                "{args:?}: refused after {took:?}"
+            );
+        }
+        // From the environment too.
+        let o = {
+            let mut cmd = stampede();
+            cmd.args(["spaces", "--app", "a", "--timeout", "30s"])
+                .env("STAMPEDE_CONNECT", format!("tcp/127.0.0.1:7447,{endpoint}"));
+            cmd.output().unwrap()
+        };
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(says) && !stderr.contains(".rs:"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn an_unreachable_router_is_a_clear_runtime_error() {
     // Nothing listens on a port just freed.
     let ep = format!("tcp/127.0.0.1:{}", free_port());

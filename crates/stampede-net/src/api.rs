@@ -12,6 +12,7 @@ use stampede_core::{
 };
 use zenoh::Wait as _;
 
+use crate::error::zenoh_text;
 use crate::space::{lock, Shared, Space};
 use crate::wire::{self, ErrorCode, NameRecord, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
@@ -41,7 +42,7 @@ pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, Str
         .wait()
     {
         Ok(r) => r,
-        Err(e) => return fail(format!("request to {owner} not sent: {e}")),
+        Err(e) => return fail(format!("request to {owner} not sent: {}", zenoh_text(&e))),
     };
     let start = Instant::now();
     loop {

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::NetError;
+use crate::endpoint::validate_endpoint;
+use crate::error::{zenoh_text, NetError};
 
 /// How the Zenoh session of an address space takes part in the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -178,8 +179,12 @@ impl Config {
         self
     }
 
-    /// The Zenoh configuration this one stands for.
+    /// The Zenoh configuration this one stands for. Every endpoint is checked first with
+    /// [`validate_endpoint`], so a malformed one is refused at once rather than waited on.
     pub fn to_zenoh(&self) -> Result<zenoh::Config, NetError> {
+        for endpoint in self.listen.iter().chain(&self.connect) {
+            validate_endpoint(endpoint)?;
+        }
         if self.mode == Mode::Client && self.connect.is_empty() {
             return Err(NetError::Config(
                 "client mode needs an endpoint to connect to".into(),
@@ -196,7 +201,7 @@ impl Config {
         let mut c = zenoh::Config::default();
         let mut set = |k: &str, v: String| {
             c.insert_json5(k, &v)
-                .map_err(|e| NetError::Config(format!("{k} = {v}: {e}")))
+                .map_err(|e| NetError::Config(format!("{k} = {v}: {}", zenoh_text(&e))))
         };
         set("mode", json_str(self.mode.as_str()))?;
         // Peers assume a full mesh: a router does not relay between them. So a peer that
@@ -274,5 +279,68 @@ impl Config {
             set(k, v.clone())?;
         }
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::Space;
+
+    const MALFORMED: [&str; 3] = ["tcp/127.0.0.1", "bogus/127.0.0.1:1", "tcp/127.0.0.1:99999"];
+
+    #[test]
+    fn every_endpoint_is_checked() {
+        for bad in MALFORMED {
+            for cfg in [
+                Config::client(bad),
+                Config::router(bad),
+                Config::peer().listen(bad),
+            ] {
+                match cfg.to_zenoh() {
+                    Err(NetError::Config(m)) => assert!(m.contains(bad), "{m}"),
+                    Err(e) => panic!("{bad}: not a configuration error: {e}"),
+                    Ok(_) => panic!("{bad}: accepted"),
+                }
+            }
+        }
+        assert!(Config::client("tcp/127.0.0.1:7447").to_zenoh().is_ok());
+        assert!(Config::peer().to_zenoh().is_ok());
+    }
+
+    #[test]
+    fn zenoh_setting_errors_show_no_source_location() {
+        let mut cfg = Config::peer();
+        cfg.zenoh.push(("no/such/setting".into(), "1".into()));
+        match cfg.to_zenoh() {
+            Err(NetError::Config(m)) => assert!(!m.contains(".rs:"), "{m}"),
+            Err(e) => panic!("not a configuration error: {e}"),
+            Ok(_) => panic!("an unknown setting was accepted"),
+        }
+    }
+
+    #[test]
+    fn joining_with_a_malformed_endpoint_fails_at_once() {
+        for bad in MALFORMED {
+            for cfg in [Config::client(bad), Config::peer().connect(bad)] {
+                let start = Instant::now();
+                let r = Space::join("endpoints", cfg);
+                let took = start.elapsed();
+                match r {
+                    Err(e @ NetError::Config(_)) => {
+                        let m = e.to_string();
+                        assert!(m.contains(bad) && !m.contains(".rs:"), "{m}");
+                    }
+                    Err(e) => panic!("{bad}: not a configuration error: {e}"),
+                    Ok(_) => panic!("{bad}: joined"),
+                }
+                assert!(
+                    took < Duration::from_secs(1),
+                    "{bad}: refused after {took:?}"
+                );
+            }
+        }
     }
 }

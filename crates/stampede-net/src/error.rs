@@ -38,18 +38,20 @@ pub enum NetError {
 }
 
 impl fmt::Display for NetError {
+    /// Says what went wrong in words for users: source locations that Zenoh appends to its
+    /// errors (` at /path/file.rs:388.`) are left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            NetError::Config(s) => write!(f, "invalid configuration: {s}"),
-            NetError::Connect(s) => write!(f, "could not join: {s}"),
-            NetError::AuthRejected(s) => write!(f, "rejected: {s}"),
+            NetError::Config(s) => write!(f, "invalid configuration: {}", strip_locations(s)),
+            NetError::Connect(s) => write!(f, "could not join: {}", strip_locations(s)),
+            NetError::AuthRejected(s) => write!(f, "rejected: {}", strip_locations(s)),
             NetError::NotFound(n) => write!(f, "no container or service named {n:?}"),
             NetError::WrongKind { name, is } => write!(f, "{name:?} is a {is}"),
             NetError::InvalidName(n) => write!(
                 f,
                 "invalid name {n:?}: use non-empty parts separated by '/', without * $ ? #"
             ),
-            NetError::Unreachable(s) => write!(f, "unreachable: {s}"),
+            NetError::Unreachable(s) => write!(f, "unreachable: {}", strip_locations(s)),
             NetError::Protocol(e) => write!(f, "malformed message: {e}"),
             NetError::Stm(e) => e.fmt(f),
         }
@@ -67,5 +69,93 @@ impl From<StmError> for NetError {
 impl From<DecodeError> for NetError {
     fn from(e: DecodeError) -> Self {
         NetError::Protocol(e)
+    }
+}
+
+/// The text of a Zenoh error, without the source locations Zenoh appends.
+pub(crate) fn zenoh_text(e: &impl fmt::Display) -> String {
+    strip_locations(&e.to_string())
+}
+
+/// Removes source locations (` at /path/file.rs:388.`) from `text`: they mean nothing to a
+/// user, and name directories of the machine that built the program.
+pub(crate) fn strip_locations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((start, end)) = next_location(rest) {
+        out.push_str(&rest[..start]);
+        // The location ends the sentence; what closes around it stays.
+        let after = &rest[end..];
+        rest = after.strip_prefix('.').unwrap_or(after);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the first ` at <path>.rs:<line>` in `text` starts and ends.
+fn next_location(text: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(".rs:") {
+        let r = from + i;
+        let digits = text[r + 4..].bytes().take_while(u8::is_ascii_digit).count();
+        from = r + 4;
+        if digits == 0 {
+            continue;
+        }
+        let Some(start) = text[..r].rfind(" at ") else {
+            continue;
+        };
+        let path = &text[start + 4..r];
+        let one_word = !path.contains(char::is_whitespace);
+        if !path.is_empty() && !path.contains('\n') && (one_word || path.contains(['/', '\\'])) {
+            return Some((start, r + 4 + digits));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_locations_are_stripped() {
+        assert_eq!(strip_locations("look at this"), "look at this");
+        assert_eq!(
+            strip_locations("refused (Timeout! at /z/src/orchestrator.rs:388.) at once"),
+            "refused (Timeout!) at once"
+        );
+        assert_eq!(
+            strip_locations(
+                "Endpoints must be of the form <protocol>/<address>: x at \
+                 /home/u/.cargo/registry/src/zenoh-protocol-1.10.2/src/core/endpoint.rs:615."
+            ),
+            "Endpoints must be of the form <protocol>/<address>: x"
+        );
+        assert_eq!(
+            strip_locations("a at /x/a.rs:1. - Caused by b at C:\\My Files\\b.rs:2."),
+            "a - Caused by b"
+        );
+        assert_eq!(
+            strip_locations("done at once, at main.rs:7"),
+            "done at once,"
+        );
+        assert_eq!(
+            strip_locations("see lib.rs: it is at a.rs:x"),
+            "see lib.rs: it is at a.rs:x"
+        );
+    }
+
+    #[test]
+    fn messages_show_no_source_locations() {
+        let e = NetError::Connect(
+            "Unable to connect to any of [tcp/127.0.0.1:1]. Timeout! at \
+             /home/u/.cargo/registry/src/zenoh-1.10.2/src/net/runtime/orchestrator.rs:388."
+                .into(),
+        );
+        assert_eq!(
+            e.to_string(),
+            "could not join: Unable to connect to any of [tcp/127.0.0.1:1]. Timeout!"
+        );
     }
 }

@@ -39,6 +39,7 @@
 
 mod api;
 mod config;
+mod endpoint;
 mod error;
 mod server;
 mod space;
@@ -47,6 +48,7 @@ mod zbytes;
 
 pub use api::{Channel, Container, InputConnection, OutputConnection, Queue, Register, Task};
 pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
+pub use endpoint::validate_endpoint;
 pub use error::NetError;
 pub use space::{NameEvent, NameWatch, Space, SpaceStats};
 pub use wire::{Kind, NameRecord};

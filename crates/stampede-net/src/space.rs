@@ -12,7 +12,7 @@ use zenoh::{Session, Wait as _};
 
 use crate::api::{Channel, Queue, Register, Task};
 use crate::config::Config;
-use crate::error::NetError;
+use crate::error::{zenoh_text, NetError};
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
@@ -369,7 +369,7 @@ impl std::fmt::Debug for Space {
 }
 
 fn open_error(e: zenoh::Error, cfg: &Config) -> NetError {
-    let text = e.to_string();
+    let text = zenoh_text(&e);
     let l = text.to_lowercase();
     if l.contains("auth") || l.contains("usrpwd") || l.contains("certificate") {
         return NetError::AuthRejected(text);
@@ -446,7 +446,7 @@ impl Space {
 
     fn start(&self, push_rx: Receiver<(u64, Timestamp)>) -> Result<(), NetError> {
         let sh = &self.sh;
-        let z = |e: zenoh::Error| NetError::Connect(e.to_string());
+        let z = |e: zenoh::Error| NetError::Connect(zenoh_text(&e));
         // Membership: who is alive, who left.
         let weak = Arc::downgrade(sh);
         let prefix = sh.key("space", "");
@@ -711,7 +711,7 @@ impl Space {
                 .liveliness()
                 .declare_token(format!("{}/{}", self.sh.key("name", &self.sh.id), name))
                 .wait()
-                .map_err(|e| NetError::Connect(e.to_string()))?;
+                .map_err(|e| NetError::Connect(zenoh_text(&e)))?;
             names.insert(name.clone(), (rec, token));
         }
         // Two spaces registering one name at once may both have passed the check above;
@@ -908,7 +908,7 @@ impl Space {
                 }
             })
             .wait()
-            .map_err(|e| NetError::Connect(e.to_string()))?;
+            .map_err(|e| NetError::Connect(zenoh_text(&e)))?;
         Ok(NameWatch {
             space: self.clone(),
             rx,
