@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use stampede_core::{Timestamp, ZoneId, INFINITY};
-use stampede_net::wire::Reply;
-use stampede_net::{Kind, NameEvent, NameRecord, Space};
+use stampede_net::{Kind, NameEvent, NameRecord, Space, SpaceWatermark};
 
 use crate::args::{Connection, JoinMode, NamesArgs, Security, SpacesArgs, WatermarkArgs};
 use crate::host::Interrupt;
@@ -216,19 +215,15 @@ struct Explained {
     answer: Result<(Timestamp, Timestamp, Timestamp, String), String>,
 }
 
-fn explained(space: String, r: Result<Reply, stampede_net::NetError>) -> Explained {
-    let answer = match r {
-        Ok(Reply::Explain {
-            local,
-            floor,
-            watermark,
-            text,
-        }) => Ok((local, floor, watermark, text)),
-        Ok(Reply::Error { text, .. }) => Err(text),
-        Ok(other) => Err(format!("unexpected reply {other:?}")),
+fn explained(w: SpaceWatermark) -> Explained {
+    let answer = match w.report {
+        Ok(r) => Ok((r.local, r.floor, r.watermark, r.text)),
         Err(e) => Err(e.to_string()),
     };
-    Explained { space, answer }
+    Explained {
+        space: w.space,
+        answer,
+    }
 }
 
 /// `stampede watermark`.
@@ -238,8 +233,8 @@ pub(crate) fn watermark(a: WatermarkArgs) -> Result<(), Failure> {
     let all: Vec<Explained> = space
         .explain_cluster(ZoneId(a.zone))
         .into_iter()
-        .filter(|(id, _)| *id != me)
-        .map(|(id, r)| explained(id, r))
+        .filter(|w| w.space != me)
+        .map(explained)
         .collect();
     space.leave();
     // The cluster-wide watermark is the lowest of the spaces' own (local) terms.

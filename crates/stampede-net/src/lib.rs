@@ -50,7 +50,7 @@ pub use api::{Channel, Container, InputConnection, OutputConnection, Queue, Regi
 pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
 pub use endpoint::validate_endpoint;
 pub use error::NetError;
-pub use space::{NameEvent, NameWatch, Space, SpaceStats};
+pub use space::{NameEvent, NameWatch, Space, SpaceStats, SpaceWatermark, ZoneWatermark};
 pub use wire::{Kind, NameRecord};
 
 // The Rust examples of the distribution guide run as this crate's doctests.

@@ -18,7 +18,7 @@ use stampede_core::{
 use zenoh::query::Query;
 use zenoh::Wait as _;
 
-use crate::space::{lock, Owned, Shared};
+use crate::space::{lock, Owned, Shared, ZoneWatermark};
 use crate::wire::{self, ErrorCode, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
 
@@ -403,14 +403,22 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             owned.close();
             Ok(Reply::Ok)
         }
-        Request::Explain { zone } => Ok(explain(sh, *zone)),
+        Request::Explain { zone } => {
+            let w = explain(sh, *zone);
+            Ok(Reply::Explain {
+                local: w.local,
+                floor: w.floor,
+                watermark: w.watermark,
+                text: w.text,
+            })
+        }
     }
 }
 
 /// This space's watermark explanation for `zone`.
-pub(crate) fn explain(sh: &Shared, zone: u32) -> Reply {
+pub(crate) fn explain(sh: &Shared, zone: u32) -> ZoneWatermark {
     let r = sh.rt.explain(ZoneId(zone));
-    Reply::Explain {
+    ZoneWatermark {
         local: r.local,
         floor: r.floor,
         watermark: r.watermark,

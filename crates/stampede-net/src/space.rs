@@ -986,13 +986,33 @@ impl Space {
         Ok(Task::new(Some(self.sh.clone()), t))
     }
 
-    /// What holds `zone`'s watermark in every live address space, this one first.
-    pub fn explain_cluster(&self, zone: ZoneId) -> Vec<(String, Result<wire::Reply, NetError>)> {
-        let mut out = vec![(self.sh.id.clone(), Ok(server::explain(&self.sh, zone.0)))];
+    /// What holds `zone`'s watermark in every live address space, this one first; a space
+    /// that did not answer is listed with the reason.
+    pub fn explain_cluster(&self, zone: ZoneId) -> Vec<SpaceWatermark> {
+        let mut out = vec![SpaceWatermark {
+            space: self.sh.id.clone(),
+            report: Ok(server::explain(&self.sh, zone.0)),
+        }];
         for s in self.spaces() {
             if s != self.sh.id {
                 let r = crate::api::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 });
-                out.push((s, r.map_err(NetError::Unreachable)));
+                let report = match r {
+                    Ok(wire::Reply::Explain {
+                        local,
+                        floor,
+                        watermark,
+                        text,
+                    }) => Ok(ZoneWatermark {
+                        local,
+                        floor,
+                        watermark,
+                        text,
+                    }),
+                    Ok(wire::Reply::Error { text, .. }) => Err(NetError::Unreachable(text)),
+                    Ok(other) => Err(NetError::Unreachable(crate::server::unexpected(&other))),
+                    Err(why) => Err(NetError::Unreachable(why)),
+                };
+                out.push(SpaceWatermark { space: s, report });
             }
         }
         out
@@ -1017,4 +1037,26 @@ impl Drop for Shared {
         self.rt.stop_collector();
         let _ = self.session.close().wait();
     }
+}
+
+/// One address space's answer to [`Space::explain_cluster`].
+#[derive(Clone, Debug)]
+pub struct SpaceWatermark {
+    /// The address space.
+    pub space: String,
+    /// What holds the zone's watermark there, or why it did not answer.
+    pub report: Result<ZoneWatermark, NetError>,
+}
+
+/// What holds a zone's watermark in one address space.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneWatermark {
+    /// The lowest of the space's own terms: what it reports to the others.
+    pub local: Timestamp,
+    /// Its floor: everything below has been reclaimed there.
+    pub floor: Timestamp,
+    /// The watermark its terms and the others' reports give now.
+    pub watermark: Timestamp,
+    /// Its explanation, one line per term.
+    pub text: String,
 }

@@ -182,28 +182,22 @@ impl SpaceWatermark {
     }
 }
 
-fn explanation(space: String, r: Result<net::wire::Reply, NetError>) -> SpaceWatermark {
+fn explanation(w: net::SpaceWatermark) -> SpaceWatermark {
     let mut out = SpaceWatermark {
-        space,
+        space: w.space,
         local: None,
         floor: None,
         watermark: None,
         text: String::new(),
         error: None,
     };
-    match r {
-        Ok(net::wire::Reply::Explain {
-            local,
-            floor,
-            watermark,
-            text,
-        }) => {
-            out.local = Some(local);
-            out.floor = Some(floor);
-            out.watermark = Some(watermark);
-            out.text = text;
+    match w.report {
+        Ok(r) => {
+            out.local = Some(r.local);
+            out.floor = Some(r.floor);
+            out.watermark = Some(r.watermark);
+            out.text = r.text;
         }
-        Ok(other) => out.error = Some(format!("unexpected answer {other:?}")),
         Err(e) => out.error = Some(e.to_string()),
     }
     out
@@ -550,7 +544,7 @@ impl Space {
         Ok(py
             .detach(|| s.explain_cluster(z))
             .into_iter()
-            .map(|(space, r)| explanation(space, r))
+            .map(explanation)
             .collect())
     }
 
