@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use stampede_core::{GetError, Neighbors, PutError, PutErrorKind, StmError};
+use stampede_core::{ErrorCode, GetError, Neighbors, PutError, StmError};
 use stampede_net::NetError;
 
 /// The outcome of a call. `STP_OK` is zero; every failure also sets `stp_last_error()`.
@@ -115,37 +115,56 @@ impl Error {
 
 pub(crate) type Result<T> = std::result::Result<T, Error>;
 
+/// The status of each of the core's stable codes: the same number, except for the few
+/// situations C reports as an invalid argument.
+fn status(code: ErrorCode) -> stp_status {
+    use stp_status::*;
+    match code {
+        ErrorCode::InvalidArgument | ErrorCode::InvalidTimestamp | ErrorCode::ZeroConsumers => {
+            STP_INVALID_ARGUMENT
+        }
+        ErrorCode::Full => STP_FULL,
+        ErrorCode::Timeout => STP_TIMEOUT,
+        ErrorCode::Unavailable => STP_UNAVAILABLE,
+        ErrorCode::Gone => STP_GONE,
+        ErrorCode::Closed => STP_CLOSED,
+        ErrorCode::Detached => STP_DETACHED,
+        ErrorCode::DuplicateTimestamp => STP_DUPLICATE,
+        ErrorCode::BelowVisibility => STP_BELOW_VISIBILITY,
+        ErrorCode::Unreachable => STP_UNREACHABLE,
+        ErrorCode::NameTaken => STP_NAME_TAKEN,
+        ErrorCode::NotFound => STP_NOT_FOUND,
+        ErrorCode::WrongKind => STP_WRONG_KIND,
+        ErrorCode::InvalidName => STP_INVALID_NAME,
+        ErrorCode::Config => STP_CONFIG,
+        ErrorCode::Connect => STP_CONNECT,
+        ErrorCode::AuthRejected => STP_AUTH_REJECTED,
+        ErrorCode::Protocol => STP_PROTOCOL,
+        ErrorCode::WrongType => STP_WRONG_TYPE,
+        ErrorCode::TaskExited => STP_TASK_EXITED,
+        ErrorCode::ZoneMismatch => STP_ZONE_MISMATCH,
+        ErrorCode::TooManyConnections => STP_TOO_MANY_CONNECTIONS,
+        ErrorCode::UnknownTicket => STP_UNKNOWN_TICKET,
+        // C callers pass no interrupt check.
+        ErrorCode::Interrupted | ErrorCode::Internal => STP_INTERNAL,
+        _ => STP_INTERNAL,
+    }
+}
+
 impl From<PutError> for Error {
     fn from(e: PutError) -> Self {
-        use stp_status::*;
-        let status = match e.kind() {
-            PutErrorKind::Full => STP_FULL,
-            PutErrorKind::DuplicateTimestamp => STP_DUPLICATE,
-            PutErrorKind::BelowVisibility { .. } => STP_BELOW_VISIBILITY,
-            PutErrorKind::InvalidTimestamp | PutErrorKind::ZeroConsumers => STP_INVALID_ARGUMENT,
-            PutErrorKind::Closed => STP_CLOSED,
-            PutErrorKind::Detached => STP_DETACHED,
-            PutErrorKind::Unreachable => STP_UNREACHABLE,
-            _ => STP_INTERNAL,
-        };
-        Error::new(status, e.to_string())
+        Error::new(status(e.kind().code().0), e.to_string())
     }
 }
 
 impl From<GetError> for Error {
     fn from(e: GetError) -> Self {
-        use stp_status::*;
-        let (status, neighbors) = match e {
-            GetError::Unavailable(n) => (STP_UNAVAILABLE, n.into()),
-            GetError::Timeout(n) => (STP_TIMEOUT, n.into()),
-            GetError::Gone(_) => (STP_GONE, Default::default()),
-            GetError::Closed => (STP_CLOSED, Default::default()),
-            GetError::Detached => (STP_DETACHED, Default::default()),
-            GetError::Unreachable => (STP_UNREACHABLE, Default::default()),
-            _ => (STP_INTERNAL, Default::default()),
+        let neighbors = match e {
+            GetError::Unavailable(n) | GetError::Timeout(n) => n.into(),
+            _ => stp_neighbors::default(),
         };
         Error {
-            status,
+            status: status(e.code().0),
             message: e.to_string(),
             neighbors,
         }
@@ -154,40 +173,16 @@ impl From<GetError> for Error {
 
 impl From<StmError> for Error {
     fn from(e: StmError) -> Self {
-        use stp_status::*;
-        let status = match &e {
-            StmError::BelowVisibility { .. } => STP_BELOW_VISIBILITY,
-            StmError::ZoneMismatch { .. } => STP_ZONE_MISMATCH,
-            StmError::Detached => STP_DETACHED,
-            StmError::TaskExited => STP_TASK_EXITED,
-            StmError::UnknownTicket(_) => STP_UNKNOWN_TICKET,
-            StmError::Closed => STP_CLOSED,
-            StmError::NameTaken(_) => STP_NAME_TAKEN,
-            StmError::TooManyConnections(_) => STP_TOO_MANY_CONNECTIONS,
-            StmError::InvalidArgument(_) => STP_INVALID_ARGUMENT,
-            StmError::Unreachable(_) => STP_UNREACHABLE,
-            _ => STP_INTERNAL,
-        };
-        Error::new(status, e.to_string())
+        Error::new(status(e.code().0), e.to_string())
     }
 }
 
 impl From<NetError> for Error {
     fn from(e: NetError) -> Self {
-        use stp_status::*;
-        let status = match &e {
-            NetError::Config(_) => STP_CONFIG,
-            NetError::Connect(_) => STP_CONNECT,
-            NetError::AuthRejected(_) => STP_AUTH_REJECTED,
-            NetError::NotFound(_) => STP_NOT_FOUND,
-            NetError::WrongKind { .. } => STP_WRONG_KIND,
-            NetError::InvalidName(_) => STP_INVALID_NAME,
-            NetError::Unreachable(_) => STP_UNREACHABLE,
-            NetError::Protocol(_) => STP_PROTOCOL,
-            NetError::Stm(s) => return s.clone().into(),
-            _ => STP_INTERNAL,
-        };
-        Error::new(status, e.to_string())
+        match e {
+            NetError::Stm(s) => s.into(),
+            e => Error::new(status(e.code()), e.to_string()),
+        }
     }
 }
 
@@ -395,4 +390,24 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_INTERNAL => c"STP_INTERNAL",
     };
     s.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status is its code's number, so the two tables cannot drift apart.
+    #[test]
+    fn statuses_are_the_core_codes() {
+        for &code in ErrorCode::ALL {
+            let st = status(code);
+            match code {
+                ErrorCode::InvalidTimestamp | ErrorCode::ZeroConsumers => {
+                    assert_eq!(st, stp_status::STP_INVALID_ARGUMENT)
+                }
+                ErrorCode::Interrupted => assert_eq!(st, stp_status::STP_INTERNAL),
+                _ => assert_eq!(st as i32, code as i32, "{code}"),
+            }
+        }
+    }
 }

@@ -1,5 +1,10 @@
 //! Errors. Each operation has its own error type; a failed put hands its item back.
+//!
+//! Every situation also has a stable [`ErrorCode`]: the one table that the wire format, the
+//! C status codes and the Python exceptions map from, so an error crosses address spaces
+//! and languages without losing what it says.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::item::Item;
@@ -192,8 +197,8 @@ pub enum StmError {
     NameTaken(String),
     /// A channel accepts at most this many input connections.
     TooManyConnections(usize),
-    /// A zero reference count or other invalid argument.
-    InvalidArgument(&'static str),
+    /// A zero reference count or other invalid argument; says which.
+    InvalidArgument(Cow<'static, str>),
     /// The container's address space left, died, or did not answer in time.
     Unreachable(String),
 }
@@ -229,3 +234,255 @@ impl fmt::Display for StmError {
 }
 
 impl std::error::Error for StmError {}
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $name:ident = $n:literal, $text:literal;)*) => {
+        /// The stable code of every failure, shared by every face and the wire format.
+        ///
+        /// Numbers never change and are never reused; new situations get new numbers. The C
+        /// API's `stp_status` values are these numbers.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* $name = $n,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in numeric order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name),*];
+
+            /// The code with this number.
+            pub fn from_u8(n: u8) -> Option<ErrorCode> {
+                match n {
+                    $($n => Some(ErrorCode::$name),)*
+                    _ => None,
+                }
+            }
+
+            /// The code's name, in snake case (`"below_visibility"`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$name => $text,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// An argument the operation cannot take.
+    InvalidArgument = 1, "invalid_argument";
+    /// A bounded container stayed full.
+    Full = 2, "full";
+    /// Nothing matched before the timeout.
+    Timeout = 3, "timeout";
+    /// Nothing matched now (a non-waiting get).
+    Unavailable = 4, "unavailable";
+    /// The requested item can never appear again.
+    Gone = 5, "gone";
+    /// The container was closed.
+    Closed = 6, "closed";
+    /// The connection was detached.
+    Detached = 7, "detached";
+    /// A channel already holds (or held) an item with this timestamp.
+    DuplicateTimestamp = 8, "duplicate_timestamp";
+    /// A timestamp or virtual time below the allowed minimum.
+    BelowVisibility = 9, "below_visibility";
+    /// Another address space left, died or did not answer in time.
+    Unreachable = 10, "unreachable";
+    /// A name is already registered.
+    NameTaken = 11, "name_taken";
+    /// No container or service of this name appeared in time.
+    NotFound = 12, "not_found";
+    /// The name belongs to another kind of container.
+    WrongKind = 13, "wrong_kind";
+    /// A name that cannot be used.
+    InvalidName = 14, "invalid_name";
+    /// An invalid configuration.
+    Config = 15, "config";
+    /// No router or peer could be reached.
+    Connect = 16, "connect";
+    /// The credentials or certificate were rejected.
+    AuthRejected = 17, "auth_rejected";
+    /// A malformed message.
+    Protocol = 18, "protocol";
+    /// An item of another type than the one asked for.
+    WrongType = 19, "wrong_type";
+    /// The task has exited.
+    TaskExited = 20, "task_exited";
+    /// An output connection to a container of another time zone.
+    ZoneMismatch = 21, "zone_mismatch";
+    /// A channel accepts no more input connections.
+    TooManyConnections = 22, "too_many_connections";
+    /// No item with this ticket is held on the connection.
+    UnknownTicket = 23, "unknown_ticket";
+    /// `INFINITY` used as an item's timestamp.
+    InvalidTimestamp = 24, "invalid_timestamp";
+    /// A reference count of zero consumers.
+    ZeroConsumers = 25, "zero_consumers";
+    /// The caller's interrupt check stopped a waiting operation.
+    Interrupted = 26, "interrupted";
+    /// A failure inside the runtime or at a language boundary.
+    Internal = 99, "internal";
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Two figures an error carries besides its code and text (a timestamp, a ticket, the
+/// neighbours of a failed get); `i64::MIN` stands for "none" in neighbours.
+pub type Figures = (i64, i64);
+
+fn neighbors_to_figures(n: Neighbors) -> Figures {
+    (n.below.unwrap_or(i64::MIN), n.above.unwrap_or(i64::MIN))
+}
+
+fn figures_to_neighbors((a, b): Figures) -> Neighbors {
+    Neighbors {
+        below: (a != i64::MIN).then_some(a),
+        above: (b != i64::MIN).then_some(b),
+    }
+}
+
+impl PutErrorKind {
+    /// The stable code and the figure it carries (the visibility, for `BelowVisibility`).
+    pub fn code(&self) -> (ErrorCode, i64) {
+        match *self {
+            PutErrorKind::Full => (ErrorCode::Full, 0),
+            PutErrorKind::DuplicateTimestamp => (ErrorCode::DuplicateTimestamp, 0),
+            PutErrorKind::BelowVisibility { visibility } => {
+                (ErrorCode::BelowVisibility, visibility)
+            }
+            PutErrorKind::InvalidTimestamp => (ErrorCode::InvalidTimestamp, 0),
+            PutErrorKind::ZeroConsumers => (ErrorCode::ZeroConsumers, 0),
+            PutErrorKind::Closed => (ErrorCode::Closed, 0),
+            PutErrorKind::Detached => (ErrorCode::Detached, 0),
+            PutErrorKind::Unreachable => (ErrorCode::Unreachable, 0),
+            PutErrorKind::Interrupted => (ErrorCode::Interrupted, 0),
+        }
+    }
+
+    /// The kind a code and figure stand for; `None` for a code no put fails with.
+    pub fn from_code(code: ErrorCode, a: i64) -> Option<PutErrorKind> {
+        Some(match code {
+            ErrorCode::Full => PutErrorKind::Full,
+            ErrorCode::DuplicateTimestamp => PutErrorKind::DuplicateTimestamp,
+            ErrorCode::BelowVisibility => PutErrorKind::BelowVisibility { visibility: a },
+            ErrorCode::InvalidTimestamp => PutErrorKind::InvalidTimestamp,
+            ErrorCode::ZeroConsumers => PutErrorKind::ZeroConsumers,
+            ErrorCode::Closed => PutErrorKind::Closed,
+            ErrorCode::Detached => PutErrorKind::Detached,
+            ErrorCode::Unreachable => PutErrorKind::Unreachable,
+            ErrorCode::Interrupted => PutErrorKind::Interrupted,
+            _ => return None,
+        })
+    }
+}
+
+impl GetError {
+    /// The stable code and the figures it carries (neighbours, or the gone timestamp).
+    ///
+    /// ```
+    /// use stampede_core::{GetError, Neighbors};
+    /// for e in [
+    ///     GetError::Timeout(Neighbors { below: Some(3), above: None }),
+    ///     GetError::Gone(7),
+    ///     GetError::Closed,
+    /// ] {
+    ///     let (code, figures) = e.code();
+    ///     assert_eq!(GetError::from_code(code, figures), Some(e));
+    /// }
+    /// ```
+    pub fn code(&self) -> (ErrorCode, Figures) {
+        match *self {
+            GetError::Unavailable(n) => (ErrorCode::Unavailable, neighbors_to_figures(n)),
+            GetError::Timeout(n) => (ErrorCode::Timeout, neighbors_to_figures(n)),
+            GetError::Gone(ts) => (ErrorCode::Gone, (ts, 0)),
+            GetError::Closed => (ErrorCode::Closed, (0, 0)),
+            GetError::Detached => (ErrorCode::Detached, (0, 0)),
+            GetError::Unreachable => (ErrorCode::Unreachable, (0, 0)),
+        }
+    }
+
+    /// The error a code and figures stand for; `None` for a code no get fails with.
+    pub fn from_code(code: ErrorCode, figures: Figures) -> Option<GetError> {
+        Some(match code {
+            ErrorCode::Unavailable => GetError::Unavailable(figures_to_neighbors(figures)),
+            ErrorCode::Timeout => GetError::Timeout(figures_to_neighbors(figures)),
+            ErrorCode::Gone => GetError::Gone(figures.0),
+            ErrorCode::Closed => GetError::Closed,
+            ErrorCode::Detached => GetError::Detached,
+            ErrorCode::Unreachable => GetError::Unreachable,
+            _ => return None,
+        })
+    }
+}
+
+impl StmError {
+    /// The stable code and the figures it carries.
+    pub fn code(&self) -> (ErrorCode, Figures) {
+        match self {
+            StmError::BelowVisibility {
+                requested,
+                visibility,
+            } => (ErrorCode::BelowVisibility, (*visibility, *requested)),
+            StmError::ZoneMismatch { task, container } => (
+                ErrorCode::ZoneMismatch,
+                (i64::from(task.0), i64::from(container.0)),
+            ),
+            StmError::Detached => (ErrorCode::Detached, (0, 0)),
+            StmError::TaskExited => (ErrorCode::TaskExited, (0, 0)),
+            StmError::UnknownTicket(t) => (ErrorCode::UnknownTicket, (*t as i64, 0)),
+            StmError::Closed => (ErrorCode::Closed, (0, 0)),
+            StmError::NameTaken(_) => (ErrorCode::NameTaken, (0, 0)),
+            StmError::TooManyConnections(n) => (ErrorCode::TooManyConnections, (*n as i64, 0)),
+            StmError::InvalidArgument(_) => (ErrorCode::InvalidArgument, (0, 0)),
+            StmError::Unreachable(_) => (ErrorCode::Unreachable, (0, 0)),
+        }
+    }
+
+    /// The error a code, figures and `detail` stand for (`detail` is the name or the
+    /// argument's description where the error carries one); `None` for a code none of the
+    /// operations without items fails with.
+    ///
+    /// ```
+    /// use stampede_core::StmError;
+    /// let e = StmError::InvalidArgument("capacity must be at least 1".into());
+    /// let (code, figures) = e.code();
+    /// assert_eq!(StmError::from_code(code, figures, "capacity must be at least 1"), Some(e));
+    /// ```
+    pub fn from_code(code: ErrorCode, (a, b): Figures, detail: &str) -> Option<StmError> {
+        Some(match code {
+            ErrorCode::BelowVisibility => StmError::BelowVisibility {
+                requested: b,
+                visibility: a,
+            },
+            ErrorCode::ZoneMismatch => StmError::ZoneMismatch {
+                task: ZoneId(a as u32),
+                container: ZoneId(b as u32),
+            },
+            ErrorCode::Detached => StmError::Detached,
+            ErrorCode::TaskExited => StmError::TaskExited,
+            ErrorCode::UnknownTicket => StmError::UnknownTicket(a as u64),
+            ErrorCode::Closed => StmError::Closed,
+            ErrorCode::NameTaken => StmError::NameTaken(detail.to_owned()),
+            ErrorCode::TooManyConnections => StmError::TooManyConnections(a as usize),
+            ErrorCode::InvalidArgument => StmError::InvalidArgument(detail.to_owned().into()),
+            ErrorCode::Unreachable => StmError::Unreachable(detail.to_owned()),
+            _ => return None,
+        })
+    }
+
+    /// The name or description the error carries, for [`from_code`](Self::from_code).
+    pub fn detail(&self) -> &str {
+        match self {
+            StmError::NameTaken(s) | StmError::Unreachable(s) => s,
+            StmError::InvalidArgument(s) => s,
+            _ => "",
+        }
+    }
+}

@@ -121,7 +121,7 @@ pub use channel::{Channel, ChannelStats, Selector};
 pub use connection::{InputConnection, OutputConnection, PutOptions};
 pub use container::{Container, ContainerHandle, ContainerOptions, Named};
 pub use correlate::{Correlated, Correlator, Match};
-pub use error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
+pub use error::{ErrorCode, Figures, GetError, Neighbors, PutError, PutErrorKind, StmError};
 pub use gc::{GcStats, Hold, HoldCause, WatermarkReport};
 pub use ids::{ConnId, ContainerId, TaskId};
 pub use item::{

@@ -258,7 +258,9 @@ impl Runtime {
     /// Creates a channel: at most one item per timestamp, random access by timestamp.
     pub fn channel(&self, opts: ContainerOptions) -> Result<Channel, StmError> {
         if opts.capacity == Some(0) {
-            return Err(StmError::InvalidArgument("capacity must be at least 1"));
+            return Err(StmError::InvalidArgument(
+                "capacity must be at least 1".into(),
+            ));
         }
         let zone = self.zone(opts.zone);
         let core = Arc::new(ChannelCore::new(
@@ -276,7 +278,9 @@ impl Runtime {
     /// Creates a queue: FIFO, several items per timestamp, each delivered once.
     pub fn queue(&self, opts: ContainerOptions) -> Result<Queue, StmError> {
         if opts.capacity == Some(0) {
-            return Err(StmError::InvalidArgument("capacity must be at least 1"));
+            return Err(StmError::InvalidArgument(
+                "capacity must be at least 1".into(),
+            ));
         }
         let zone = self.zone(opts.zone);
         let core = Arc::new(QueueCore::new(

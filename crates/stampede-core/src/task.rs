@@ -362,7 +362,7 @@ impl Task {
     #[doc(hidden)]
     pub fn mirror_visibility(&self, v: Timestamp) -> Result<(), StmError> {
         if !self.inner.proxy {
-            return Err(StmError::InvalidArgument("not a proxy task"));
+            return Err(StmError::InvalidArgument("not a proxy task".into()));
         }
         let mut st = lock(&self.inner.state);
         if !self.inner.is_alive() {
@@ -516,6 +516,6 @@ impl<'a> TaskBuilder<'a> {
         std::thread::Builder::new()
             .name(task.name().to_owned())
             .spawn(move || f(task))
-            .map_err(|_| StmError::InvalidArgument("the OS refused to start a thread"))
+            .map_err(|_| StmError::InvalidArgument("the OS refused to start a thread".into()))
     }
 }

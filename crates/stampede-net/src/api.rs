@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stampede_core::{
-    self as core, ContainerId, GetError, Item, Neighbors, PutError, PutErrorKind, PutOptions,
-    QueueItem, Selector, StmError, Timestamp, Wait, ZoneId,
+    self as core, ContainerId, ErrorCode as Code, Figures, GetError, Item, Neighbors, PutError,
+    PutErrorKind, PutOptions, QueueItem, Selector, StmError, Timestamp, Wait, ZoneId,
 };
 use zenoh::Wait as _;
 
@@ -136,72 +136,57 @@ fn call_waiting_until(
     }
 }
 
-fn get_error(r: Reply, owner: &str) -> GetError {
+/// A failure an owner reported: the core's code, its figures and text. A container or
+/// connection the owner no longer has is, for the requester, closed or detached.
+fn failure(r: Reply, owner: &str) -> Option<(Code, Figures, String)> {
     match r {
-        Reply::Again => GetError::Timeout(Neighbors::default()),
-        Reply::Error { code, a, b, text } => match code {
-            ErrorCode::Unavailable => GetError::Unavailable(wire::figures_to_neighbors(a, b)),
-            ErrorCode::Timeout => GetError::Timeout(wire::figures_to_neighbors(a, b)),
-            ErrorCode::Gone => GetError::Gone(a),
-            ErrorCode::Closed | ErrorCode::UnknownContainer => GetError::Closed,
-            ErrorCode::Detached | ErrorCode::UnknownConnection => GetError::Detached,
-            _ => {
-                tracing::warn!(owner, "get failed: {text}");
-                GetError::Unreachable
-            }
-        },
+        Reply::Error { code, a, b, text } => {
+            let code = match code {
+                ErrorCode::Stm(c) => c,
+                ErrorCode::UnknownContainer => Code::Closed,
+                ErrorCode::UnknownConnection => Code::Detached,
+                ErrorCode::Malformed | ErrorCode::Other => {
+                    tracing::warn!(owner, "refused: {text}");
+                    return None;
+                }
+            };
+            Some((code, (a, b), text))
+        }
         other => {
             tracing::warn!(owner, "{}", crate::server::unexpected(&other));
-            GetError::Unreachable
+            None
         }
     }
+}
+
+fn get_error(r: Reply, owner: &str) -> GetError {
+    if matches!(r, Reply::Again) {
+        return GetError::Timeout(Neighbors::default());
+    }
+    failure(r, owner)
+        .and_then(|(code, figures, _)| GetError::from_code(code, figures))
+        .unwrap_or(GetError::Unreachable)
 }
 
 fn put_kind(r: Reply, owner: &str) -> PutErrorKind {
-    match r {
-        Reply::Again => PutErrorKind::Full,
-        Reply::Error { code, a, text, .. } => match code {
-            ErrorCode::Full => PutErrorKind::Full,
-            ErrorCode::Duplicate => PutErrorKind::DuplicateTimestamp,
-            ErrorCode::BelowVisibility => PutErrorKind::BelowVisibility { visibility: a },
-            ErrorCode::InvalidTimestamp => PutErrorKind::InvalidTimestamp,
-            ErrorCode::ZeroConsumers => PutErrorKind::ZeroConsumers,
-            ErrorCode::Closed | ErrorCode::UnknownContainer => PutErrorKind::Closed,
-            ErrorCode::Detached | ErrorCode::UnknownConnection => PutErrorKind::Detached,
-            _ => {
-                tracing::warn!(owner, "put failed: {text}");
-                PutErrorKind::Unreachable
-            }
-        },
-        other => {
-            tracing::warn!(owner, "{}", crate::server::unexpected(&other));
-            PutErrorKind::Unreachable
-        }
+    if matches!(r, Reply::Again) {
+        return PutErrorKind::Full;
     }
+    failure(r, owner)
+        .and_then(|(code, (a, _), _)| PutErrorKind::from_code(code, a))
+        .unwrap_or(PutErrorKind::Unreachable)
 }
 
 fn stm_error(r: Reply, owner: &str) -> StmError {
-    match r {
-        Reply::Error { code, a, b, text } => match code {
-            ErrorCode::BelowVisibility => StmError::BelowVisibility {
-                requested: b,
-                visibility: a,
-            },
-            ErrorCode::ZoneMismatch => StmError::ZoneMismatch {
-                task: ZoneId(a as u32),
-                container: ZoneId(b as u32),
-            },
-            ErrorCode::Detached | ErrorCode::UnknownConnection => StmError::Detached,
-            ErrorCode::UnknownTicket => StmError::UnknownTicket(a as u64),
-            ErrorCode::Closed | ErrorCode::UnknownContainer => StmError::Closed,
-            ErrorCode::TooManyConnections => StmError::TooManyConnections(a as usize),
-            ErrorCode::InvalidArgument | ErrorCode::ZeroConsumers => {
-                StmError::InvalidArgument("refused by the container's owner")
-            }
-            _ => StmError::Unreachable(format!("{owner}: {text}")),
-        },
-        other => StmError::Unreachable(crate::server::unexpected(&other)),
-    }
+    let Some((code, figures, text)) = failure(r.clone(), owner) else {
+        return StmError::Unreachable(match r {
+            Reply::Error { text, .. } => format!("{owner}: {text}"),
+            other => crate::server::unexpected(&other),
+        });
+    };
+    StmError::from_code(code, figures, &text).unwrap_or(StmError::InvalidArgument(
+        format!("{owner} refused: {text}").into(),
+    ))
 }
 
 /// A container of another address space, as found in the name server.
@@ -454,7 +439,7 @@ impl Task {
             Some(sh) if Arc::ptr_eq(sh, &r.sh) => {}
             _ => {
                 return Err(StmError::InvalidArgument(
-                    "the container was found through another address space than the task's",
+                    "the container was found through another address space than the task's".into(),
                 ))
             }
         }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use stampede_core::StmError;
+use stampede_core::{ErrorCode, StmError};
 
 use crate::wire::DecodeError;
 
@@ -59,6 +59,23 @@ impl fmt::Display for NetError {
 }
 
 impl std::error::Error for NetError {}
+
+impl NetError {
+    /// The core's stable code for this situation (see [`stampede_core::ErrorCode`]).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            NetError::Config(_) => ErrorCode::Config,
+            NetError::Connect(_) => ErrorCode::Connect,
+            NetError::AuthRejected(_) => ErrorCode::AuthRejected,
+            NetError::NotFound(_) => ErrorCode::NotFound,
+            NetError::WrongKind { .. } => ErrorCode::WrongKind,
+            NetError::InvalidName(_) => ErrorCode::InvalidName,
+            NetError::Unreachable(_) => ErrorCode::Unreachable,
+            NetError::Protocol(_) => ErrorCode::Protocol,
+            NetError::Stm(e) => e.code().0,
+        }
+    }
+}
 
 impl From<StmError> for NetError {
     fn from(e: StmError) -> Self {

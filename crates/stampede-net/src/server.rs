@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::{
-    Container as _, GetError, InputConnection, Item, OutputConnection, PutError, PutErrorKind,
-    PutOptions, StmError, Wait, ZoneId, INFINITY,
+    Container as _, GetError, InputConnection, Item, OutputConnection, PutError, PutOptions,
+    StmError, Wait, ZoneId, INFINITY,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
@@ -21,6 +21,7 @@ use zenoh::Wait as _;
 use crate::space::{lock, Owned, Shared, ZoneWatermark};
 use crate::wire::{self, ErrorCode, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
+use stampede_core::ErrorCode as Code;
 
 /// A connection of a proxy task.
 pub(crate) enum Conn {
@@ -104,64 +105,21 @@ fn reply(q: &Query, r: &Reply) {
     }
 }
 
+/// A failure the core reported, by its stable code: the requester rebuilds the same error.
+/// An error without items travels with its detail (a name, what was invalid) as the text.
 fn stm_error(e: &StmError) -> Reply {
-    let (code, a, b) = match e {
-        StmError::BelowVisibility {
-            requested,
-            visibility,
-        } => (ErrorCode::BelowVisibility, *visibility, *requested),
-        StmError::ZoneMismatch { task, container } => {
-            (ErrorCode::ZoneMismatch, task.0 as i64, container.0 as i64)
-        }
-        StmError::Detached | StmError::TaskExited => (ErrorCode::Detached, 0, 0),
-        StmError::UnknownTicket(t) => (ErrorCode::UnknownTicket, *t as i64, 0),
-        StmError::Closed => (ErrorCode::Closed, 0, 0),
-        StmError::TooManyConnections(n) => (ErrorCode::TooManyConnections, *n as i64, 0),
-        StmError::InvalidArgument(_) => (ErrorCode::InvalidArgument, 0, 0),
-        _ => (ErrorCode::Other, 0, 0),
-    };
-    Reply::Error {
-        code,
-        a,
-        b,
-        text: e.to_string(),
-    }
+    let (code, figures) = e.code();
+    Reply::failure(code, figures, e.detail().to_owned())
 }
 
 fn get_error(e: &GetError) -> Reply {
-    let (code, (a, b)) = match e {
-        GetError::Unavailable(n) => (ErrorCode::Unavailable, wire::neighbors_to_figures(*n)),
-        GetError::Timeout(n) => (ErrorCode::Timeout, wire::neighbors_to_figures(*n)),
-        GetError::Gone(ts) => (ErrorCode::Gone, (*ts, 0)),
-        GetError::Closed => (ErrorCode::Closed, (0, 0)),
-        GetError::Detached => (ErrorCode::Detached, (0, 0)),
-        _ => (ErrorCode::Other, (0, 0)),
-    };
-    Reply::Error {
-        code,
-        a,
-        b,
-        text: e.to_string(),
-    }
+    let (code, figures) = e.code();
+    Reply::failure(code, figures, e.to_string())
 }
 
 fn put_error(e: &PutError) -> Reply {
-    let (code, a) = match e.kind() {
-        PutErrorKind::Full => (ErrorCode::Full, 0),
-        PutErrorKind::DuplicateTimestamp => (ErrorCode::Duplicate, 0),
-        PutErrorKind::BelowVisibility { visibility } => (ErrorCode::BelowVisibility, visibility),
-        PutErrorKind::InvalidTimestamp => (ErrorCode::InvalidTimestamp, 0),
-        PutErrorKind::ZeroConsumers => (ErrorCode::ZeroConsumers, 0),
-        PutErrorKind::Closed => (ErrorCode::Closed, 0),
-        PutErrorKind::Detached => (ErrorCode::Detached, 0),
-        _ => (ErrorCode::Other, 0),
-    };
-    Reply::Error {
-        code,
-        a,
-        b: e.ts(),
-        text: e.to_string(),
-    }
+    let (code, a) = e.kind().code();
+    Reply::failure(code, (a, e.ts()), e.to_string())
 }
 
 fn wire_item(item: &Item) -> WireItem {
@@ -176,7 +134,7 @@ fn would_wait(r: &Reply) -> bool {
     matches!(
         r,
         Reply::Error {
-            code: ErrorCode::Unavailable | ErrorCode::Timeout | ErrorCode::Full,
+            code: ErrorCode::Stm(Code::Unavailable | Code::Timeout | Code::Full),
             ..
         }
     )
@@ -305,7 +263,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 }
                 _ => {
                     return Err(Reply::error(
-                        ErrorCode::InvalidArgument,
+                        ErrorCode::Stm(Code::InvalidArgument),
                         "not an output connection",
                     ))
                 }
@@ -368,7 +326,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     })
                     .map_err(|e| get_error(&e)),
                 _ => Err(Reply::error(
-                    ErrorCode::InvalidArgument,
+                    ErrorCode::Stm(Code::InvalidArgument),
                     "not an input connection",
                 )),
             }
@@ -386,7 +344,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 (Conn::QIn(i), false) => i.consume(*ts as u64),
                 _ => {
                     return Err(Reply::error(
-                        ErrorCode::InvalidArgument,
+                        ErrorCode::Stm(Code::InvalidArgument),
                         "not a channel or queue input connection",
                     ))
                 }
@@ -465,7 +423,10 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
             sh.counters.refused.fetch_add(1, Ordering::Relaxed);
             reply(
                 &q,
-                &Reply::error(ErrorCode::Detached, "this address space's session expired"),
+                &Reply::error(
+                    ErrorCode::Stm(Code::Detached),
+                    "this address space's session expired",
+                ),
             );
             return;
         }

@@ -12,12 +12,12 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use stampede_core::{Neighbors, Selector, Timestamp, TypeTag, Wait};
+use stampede_core::{Selector, Timestamp, TypeTag, Wait};
 
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"SP";
 /// The format version this build speaks. A message of another version gets an error reply.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Why a message could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -153,71 +153,44 @@ pub enum Request {
     },
 }
 
-/// Error codes of [`Reply::Error`]; `a` and `b` carry the figures the code names.
+/// What a [`Reply::Error`] reports: a failure of the operation, by the core's stable
+/// [`stampede_core::ErrorCode`] (so it is rebuilt at the requester exactly as the owner's
+/// core reported it), or a failure of the exchange itself. `a` and `b` carry the figures
+/// the code names (see [`stampede_core::Figures`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
 pub enum ErrorCode {
-    /// A malformed request (the text says why).
-    Malformed = 1,
-    /// No such container here.
-    UnknownContainer = 2,
-    /// No such connection here (detached, or the session expired).
-    UnknownConnection = 3,
-    /// The bounded container stayed full.
-    Full = 4,
-    /// Duplicate timestamp.
-    Duplicate = 5,
-    /// Below visibility; `a` = the visibility.
-    BelowVisibility = 6,
-    /// `INFINITY` as a timestamp.
-    InvalidTimestamp = 7,
-    /// Zero consumers.
-    ZeroConsumers = 8,
-    /// Closed container.
-    Closed = 9,
-    /// Detached connection or exited task.
-    Detached = 10,
-    /// Nothing matched (non-blocking); `a`, `b` = neighbours (`i64::MIN` for none).
-    Unavailable = 11,
-    /// Nothing matched in time; neighbours as above.
-    Timeout = 12,
-    /// The timestamp `a` can never appear again.
-    Gone = 13,
-    /// Unknown ticket `a`.
-    UnknownTicket = 14,
-    /// Output to a container of another zone; `a` = task zone, `b` = container zone.
-    ZoneMismatch = 15,
-    /// Too many input connections; `a` = the limit.
-    TooManyConnections = 16,
-    /// Invalid argument.
-    InvalidArgument = 17,
-    /// Any other failure (the text says what).
-    Other = 18,
+    /// The operation failed; the core's code, on the wire as its number (1 to 199).
+    Stm(stampede_core::ErrorCode),
+    /// A malformed request (the text says why): 200.
+    Malformed,
+    /// No such container here: 201.
+    UnknownContainer,
+    /// No such connection here (detached, or the session expired): 202.
+    UnknownConnection,
+    /// Any other failure (the text says what): 255.
+    Other,
 }
 
 impl ErrorCode {
+    fn to_u8(self) -> u8 {
+        match self {
+            ErrorCode::Stm(c) => c as u8,
+            ErrorCode::Malformed => 200,
+            ErrorCode::UnknownContainer => 201,
+            ErrorCode::UnknownConnection => 202,
+            ErrorCode::Other => 255,
+        }
+    }
+
     fn from_u8(c: u8) -> Result<Self, DecodeError> {
-        use ErrorCode::*;
         Ok(match c {
-            1 => Malformed,
-            2 => UnknownContainer,
-            3 => UnknownConnection,
-            4 => Full,
-            5 => Duplicate,
-            6 => BelowVisibility,
-            7 => InvalidTimestamp,
-            8 => ZeroConsumers,
-            9 => Closed,
-            10 => Detached,
-            11 => Unavailable,
-            12 => Timeout,
-            13 => Gone,
-            14 => UnknownTicket,
-            15 => ZoneMismatch,
-            16 => TooManyConnections,
-            17 => InvalidArgument,
-            18 => Other,
-            c => return Err(DecodeError::UnknownCode("error", c)),
+            200 => ErrorCode::Malformed,
+            201 => ErrorCode::UnknownContainer,
+            202 => ErrorCode::UnknownConnection,
+            255 => ErrorCode::Other,
+            c => ErrorCode::Stm(
+                stampede_core::ErrorCode::from_u8(c).ok_or(DecodeError::UnknownCode("error", c))?,
+            ),
         })
     }
 }
@@ -286,17 +259,19 @@ impl Reply {
     }
 }
 
-/// Encodes neighbours as figures of an error reply.
-pub fn neighbors_to_figures(n: Neighbors) -> (i64, i64) {
-    (n.below.unwrap_or(i64::MIN), n.above.unwrap_or(i64::MIN))
-}
-
-/// Decodes neighbours from figures of an error reply.
-pub fn figures_to_neighbors(a: i64, b: i64) -> Neighbors {
-    let f = |v| (v != i64::MIN).then_some(v);
-    Neighbors {
-        below: f(a),
-        above: f(b),
+impl Reply {
+    /// The error reply for a failure the owner's core reported.
+    pub fn failure(
+        code: stampede_core::ErrorCode,
+        (a, b): stampede_core::Figures,
+        text: String,
+    ) -> Reply {
+        Reply::Error {
+            code: ErrorCode::Stm(code),
+            a,
+            b,
+            text,
+        }
     }
 }
 
@@ -539,7 +514,7 @@ pub fn encode_reply(r: &Reply) -> Encoded {
         }
         Reply::Error { code, a, b, text } => {
             let mut w = Writer::new(REP_ERROR, text.len());
-            w.u8(*code as u8);
+            w.u8(code.to_u8());
             w.i64(*a);
             w.i64(*b);
             w.str(text);

@@ -141,26 +141,20 @@ fn decode(family: Family, buf: Bytes) -> Result<Message, DecodeError> {
 
 // Strategies.
 
-const ERROR_CODES: [ErrorCode; 18] = [
-    ErrorCode::Malformed,
-    ErrorCode::UnknownContainer,
-    ErrorCode::UnknownConnection,
-    ErrorCode::Full,
-    ErrorCode::Duplicate,
-    ErrorCode::BelowVisibility,
-    ErrorCode::InvalidTimestamp,
-    ErrorCode::ZeroConsumers,
-    ErrorCode::Closed,
-    ErrorCode::Detached,
-    ErrorCode::Unavailable,
-    ErrorCode::Timeout,
-    ErrorCode::Gone,
-    ErrorCode::UnknownTicket,
-    ErrorCode::ZoneMismatch,
-    ErrorCode::TooManyConnections,
-    ErrorCode::InvalidArgument,
-    ErrorCode::Other,
-];
+/// Every error code a reply can carry: the core's table and the protocol's own.
+fn error_codes() -> Vec<ErrorCode> {
+    let mut v: Vec<ErrorCode> = stampede_core::ErrorCode::ALL
+        .iter()
+        .map(|&c| ErrorCode::Stm(c))
+        .collect();
+    v.extend([
+        ErrorCode::Malformed,
+        ErrorCode::UnknownContainer,
+        ErrorCode::UnknownConnection,
+        ErrorCode::Other,
+    ]);
+    v
+}
 
 /// Names, address space ids and messages for people: any characters, ASCII or not.
 fn text() -> impl Strategy<Value = String> {
@@ -279,12 +273,7 @@ fn reply() -> BoxedStrategy<Reply> {
                 item,
             }),
         Just(Reply::Again),
-        (
-            select(ERROR_CODES.to_vec()),
-            any::<i64>(),
-            any::<i64>(),
-            text()
-        )
+        (select(error_codes()), any::<i64>(), any::<i64>(), text())
             .prop_map(|(code, a, b, text)| Reply::Error { code, a, b, text }),
         (any::<i64>(), any::<i64>(), any::<i64>(), text()).prop_map(
             |(local, floor, watermark, text)| Reply::Explain {
@@ -632,7 +621,7 @@ fn message_codes_match_the_documented_table() {
         ),
     ];
     for (m, code) in cases {
-        assert_eq!(&m.encode()[..3], b"SP\x01", "{m:?}");
+        assert_eq!(&m.encode()[..3], b"SP\x02", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");
         assert!(m.family().codes().contains(&code), "{m:?}");
     }
@@ -640,16 +629,109 @@ fn message_codes_match_the_documented_table() {
 
 #[test]
 fn error_codes_match_the_documented_table() {
-    for (i, code) in ERROR_CODES.into_iter().enumerate() {
-        assert_eq!(code as u8, i as u8 + 1, "{code:?}");
+    // The core's codes travel as their numbers; the protocol's own from 200.
+    let byte = |code: ErrorCode| encode_reply(&Reply::error(code, "")).to_vec()[4];
+    for &c in stampede_core::ErrorCode::ALL {
+        assert_eq!(byte(ErrorCode::Stm(c)), c as u8, "{c}");
+        assert!((1..200).contains(&(c as u8)));
     }
-    for bad in [0, 19, 255] {
+    assert_eq!(byte(ErrorCode::Malformed), 200);
+    assert_eq!(byte(ErrorCode::UnknownContainer), 201);
+    assert_eq!(byte(ErrorCode::UnknownConnection), 202);
+    assert_eq!(byte(ErrorCode::Other), 255);
+    for bad in [0, 27, 98, 100, 199, 203, 254] {
         let mut buf = encode_reply(&Reply::error(ErrorCode::Other, "")).to_vec();
         buf[4] = bad;
         assert_eq!(
             decode_reply(buf.into()),
             Err(DecodeError::UnknownCode("error", bad))
         );
+    }
+}
+
+/// An owner's error comes back as the same error: the code, its figures and its detail
+/// survive the wire.
+#[test]
+fn errors_cross_the_wire_without_loss() {
+    use stampede_core::{GetError, Neighbors, PutErrorKind, StmError, ZoneId};
+    let round = |r: Reply| decode_reply(encode_reply(&r).to_vec().into()).unwrap();
+    let stm = [
+        StmError::InvalidArgument("capacity must be at least 1".into()),
+        StmError::BelowVisibility {
+            requested: 3,
+            visibility: 9,
+        },
+        StmError::ZoneMismatch {
+            task: ZoneId(1),
+            container: ZoneId(2),
+        },
+        StmError::TaskExited,
+        StmError::UnknownTicket(77),
+        StmError::NameTaken("video/frames".into()),
+        StmError::TooManyConnections(64),
+        StmError::Unreachable("space x".into()),
+    ];
+    for e in stm {
+        let (code, figures) = e.code();
+        let Reply::Error {
+            code: ErrorCode::Stm(c),
+            a,
+            b,
+            text,
+        } = round(Reply::failure(code, figures, e.detail().to_owned()))
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(StmError::from_code(c, (a, b), &text), Some(e));
+    }
+    let gets = [
+        GetError::Unavailable(Neighbors {
+            below: Some(-4),
+            above: None,
+        }),
+        GetError::Timeout(Neighbors {
+            below: None,
+            above: Some(i64::MAX - 1),
+        }),
+        GetError::Gone(5),
+        GetError::Closed,
+        GetError::Detached,
+        GetError::Unreachable,
+    ];
+    for e in gets {
+        let (code, figures) = e.code();
+        let Reply::Error {
+            code: ErrorCode::Stm(c),
+            a,
+            b,
+            ..
+        } = round(Reply::failure(code, figures, e.to_string()))
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(GetError::from_code(c, (a, b)), Some(e));
+    }
+    for k in [
+        PutErrorKind::Full,
+        PutErrorKind::DuplicateTimestamp,
+        PutErrorKind::BelowVisibility { visibility: -7 },
+        PutErrorKind::InvalidTimestamp,
+        PutErrorKind::ZeroConsumers,
+        PutErrorKind::Closed,
+        PutErrorKind::Detached,
+        PutErrorKind::Unreachable,
+        PutErrorKind::Interrupted,
+    ] {
+        let (code, a) = k.code();
+        let Reply::Error {
+            code: ErrorCode::Stm(c),
+            a,
+            ..
+        } = round(Reply::failure(code, (a, 0), String::new()))
+        else {
+            panic!("{k:?}")
+        };
+        assert_eq!(PutErrorKind::from_code(c, a), Some(k));
     }
 }
 
@@ -668,7 +750,7 @@ fn a_put_is_laid_out_as_documented() {
         wait: Wait::For(Duration::from_micros(8)),
         item: small_item(),
     };
-    let mut want = b"SP\x01\x04".to_vec();
+    let mut want = b"SP\x02\x04".to_vec();
     want.extend_from_slice(&2u16.to_le_bytes());
     want.extend_from_slice("é".as_bytes());
     want.extend_from_slice(&2u64.to_le_bytes());

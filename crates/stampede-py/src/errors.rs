@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use pyo3::PyErrArguments;
-use stampede_core::{GetError, MarshalError, PutError, PutErrorKind, StmError};
+use stampede_core::{ErrorCode, GetError, MarshalError, PutError, PutErrorKind, StmError};
 use stampede_net::NetError;
 
 macro_rules! exception_types {
@@ -87,6 +87,39 @@ pub(crate) fn from_marshal(py: Python<'_>, e: MarshalError) -> PyErr {
     marshal(py, e.to_string())
 }
 
+/// The exception class of each of the core's stable codes: the one table of Python
+/// exceptions. Failures with no class of their own raise the package's base class.
+fn class(code: ErrorCode) -> Exc {
+    match code {
+        ErrorCode::InvalidArgument => Exc::InvalidArgument,
+        ErrorCode::Full => Exc::Full,
+        ErrorCode::Timeout => Exc::Timeout,
+        ErrorCode::Unavailable => Exc::Unavailable,
+        ErrorCode::Gone => Exc::Gone,
+        ErrorCode::Closed => Exc::Closed,
+        ErrorCode::Detached => Exc::Detached,
+        ErrorCode::DuplicateTimestamp => Exc::DuplicateTimestamp,
+        ErrorCode::BelowVisibility => Exc::BelowVisibility,
+        ErrorCode::Unreachable => Exc::UnreachableError,
+        ErrorCode::NameTaken => Exc::NameTaken,
+        ErrorCode::NotFound => Exc::NotFound,
+        ErrorCode::WrongKind => Exc::WrongKind,
+        ErrorCode::InvalidName => Exc::InvalidName,
+        ErrorCode::Config => Exc::ConfigError,
+        ErrorCode::Connect => Exc::ConnectError,
+        ErrorCode::AuthRejected => Exc::AuthRejected,
+        ErrorCode::Protocol => Exc::ProtocolError,
+        ErrorCode::WrongType => Exc::MarshalError,
+        ErrorCode::TaskExited => Exc::TaskExited,
+        ErrorCode::ZoneMismatch => Exc::ZoneMismatch,
+        ErrorCode::TooManyConnections => Exc::TooManyConnections,
+        ErrorCode::UnknownTicket => Exc::UnknownTicket,
+        ErrorCode::InvalidTimestamp => Exc::InvalidTimestamp,
+        ErrorCode::ZeroConsumers => Exc::ZeroConsumers,
+        _ => Exc::StampedeError,
+    }
+}
+
 /// A failed put: the kind's exception, carrying the timestamp and the value handed back
 /// (the very object the caller passed).
 pub(crate) fn put_error(py: Python<'_>, e: PutError, value: &Bound<'_, PyAny>) -> PyErr {
@@ -94,68 +127,49 @@ pub(crate) fn put_error(py: Python<'_>, e: PutError, value: &Bound<'_, PyAny>) -
     let ts = e.timestamp();
     let kind = e.kind();
     let item = value.clone().unbind();
+    let cls = class(kind.code().0);
     match kind {
-        PutErrorKind::Full => raise(py, Exc::Full, (msg, ts, item)),
-        PutErrorKind::DuplicateTimestamp => raise(py, Exc::DuplicateTimestamp, (msg, ts, item)),
-        PutErrorKind::InvalidTimestamp => raise(py, Exc::InvalidTimestamp, (msg, ts, item)),
-        PutErrorKind::ZeroConsumers => raise(py, Exc::ZeroConsumers, (msg, ts, item)),
-        PutErrorKind::BelowVisibility { visibility } => {
-            raise(py, Exc::BelowVisibility, (msg, ts, visibility, item))
+        PutErrorKind::BelowVisibility { visibility } => raise(py, cls, (msg, ts, visibility, item)),
+        PutErrorKind::Closed | PutErrorKind::Detached | PutErrorKind::Unreachable => {
+            raise(py, cls, (msg, item))
         }
-        PutErrorKind::Closed => raise(py, Exc::Closed, (msg, item)),
-        PutErrorKind::Detached => raise(py, Exc::Detached, (msg, item)),
-        PutErrorKind::Unreachable => raise(py, Exc::UnreachableError, (msg, item)),
-        _ => raise(py, Exc::StampedeError, (msg,)),
+        PutErrorKind::Interrupted => raise(py, cls, (msg,)),
+        _ => raise(py, cls, (msg, ts, item)),
     }
 }
 
 /// A get that returned nothing.
 pub(crate) fn get_error(py: Python<'_>, e: GetError) -> PyErr {
     let msg = e.to_string();
+    let cls = class(e.code().0);
     match e {
-        GetError::Unavailable(n) => raise(py, Exc::Unavailable, (msg, n.below, n.above)),
-        GetError::Timeout(n) => raise(py, Exc::Timeout, (msg, n.below, n.above)),
-        GetError::Gone(ts) => raise(py, Exc::Gone, (msg, ts)),
-        GetError::Closed => raise(py, Exc::Closed, (msg,)),
-        GetError::Detached => raise(py, Exc::Detached, (msg,)),
-        GetError::Unreachable => raise(py, Exc::UnreachableError, (msg,)),
-        _ => raise(py, Exc::StampedeError, (msg,)),
+        GetError::Unavailable(n) | GetError::Timeout(n) => raise(py, cls, (msg, n.below, n.above)),
+        GetError::Gone(ts) => raise(py, cls, (msg, ts)),
+        _ => raise(py, cls, (msg,)),
     }
 }
 
 pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
     let msg = e.to_string();
+    let cls = class(e.code().0);
     match e {
         StmError::BelowVisibility {
             requested,
             visibility,
-        } => raise(py, Exc::BelowVisibility, (msg, requested, visibility)),
-        StmError::ZoneMismatch { .. } => raise(py, Exc::ZoneMismatch, (msg,)),
-        StmError::Detached => raise(py, Exc::Detached, (msg,)),
-        StmError::TaskExited => raise(py, Exc::TaskExited, (msg,)),
-        StmError::UnknownTicket(_) => raise(py, Exc::UnknownTicket, (msg,)),
-        StmError::Closed => raise(py, Exc::Closed, (msg,)),
-        StmError::NameTaken(_) => raise(py, Exc::NameTaken, (msg,)),
-        StmError::TooManyConnections(_) => raise(py, Exc::TooManyConnections, (msg,)),
-        StmError::Unreachable(_) => raise(py, Exc::UnreachableError, (msg,)),
-        _ => raise(py, Exc::InvalidArgument, (msg,)),
+        } => raise(py, cls, (msg, requested, visibility)),
+        _ => raise(py, cls, (msg,)),
     }
 }
 
 /// A failure of joining, naming or reaching another address space.
 pub(crate) fn net_error(py: Python<'_>, e: NetError) -> PyErr {
     let msg = e.to_string();
+    let cls = class(e.code());
     match e {
-        NetError::Config(_) => raise(py, Exc::ConfigError, (msg,)),
-        NetError::Connect(_) => raise(py, Exc::ConnectError, (msg,)),
-        NetError::AuthRejected(_) => raise(py, Exc::AuthRejected, (msg,)),
-        NetError::NotFound(name) => raise(py, Exc::NotFound, (msg, name)),
-        NetError::WrongKind { name, is } => raise(py, Exc::WrongKind, (msg, name, is.to_string())),
-        NetError::InvalidName(_) => raise(py, Exc::InvalidName, (msg,)),
-        NetError::Unreachable(_) => raise(py, Exc::UnreachableError, (msg,)),
-        NetError::Protocol(_) => raise(py, Exc::ProtocolError, (msg,)),
+        NetError::NotFound(name) => raise(py, cls, (msg, name)),
+        NetError::WrongKind { name, is } => raise(py, cls, (msg, name, is.to_string())),
         NetError::Stm(e) => stm_error(py, e),
-        _ => raise(py, Exc::StampedeError, (msg,)),
+        _ => raise(py, cls, (msg,)),
     }
 }
 
