@@ -104,6 +104,26 @@ def check():
     assert stats.on_time == 1, stats  # the interrupted sync counted no tick
     assert pacer.sync(0).kind == "on_time"
 """,
+    "pacer sync, with a handler that uses the pacer": """
+import signal
+task = rt.task(0)
+pacer = task.pacer(period=3600.0, tolerance=1e6)
+pacer.sync(0)
+seen = []
+def handler(signum, frame):
+    # Runs while sync sleeps holding the pacer: refused at once, never a hang.
+    try:
+        pacer.stats()
+    except RuntimeError as e:
+        seen.append(e)
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, handler)
+def block():
+    pacer.sync(1)
+def check():
+    assert len(seen) == 1 and "signal handler" in str(seen[0]), seen
+    assert pacer.stats().on_time == 1
+""",
     "get on a channel": """
 ch = rt.channel()
 inp = rt.task(sp.INFINITY).attach_input(ch)

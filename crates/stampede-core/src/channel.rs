@@ -236,13 +236,19 @@ impl State {
     /// late joiners would otherwise keep it forever once every task has exited. Items no
     /// connection ever consumed stay for those late joiners.
     fn release_consumed(&mut self) -> Vec<(Timestamp, Item)> {
-        if !self.closed {
+        self.release_consumed_in(Timestamp::MIN, INFINITY)
+    }
+
+    /// [`release_consumed`](Self::release_consumed) for the items in `from..below` only: a
+    /// consume changes nothing elsewhere, so draining a closed channel stays linear.
+    fn release_consumed_in(&mut self, from: Timestamp, below: Timestamp) -> Vec<(Timestamp, Item)> {
+        if !self.closed || from >= below {
             return Vec::new();
         }
         let conns = &self.conns;
         let done: Vec<Timestamp> = self
             .items
-            .iter()
+            .range(from..below)
             .filter(|(&ts, s)| {
                 s.consumed_by > 0 && s.open == 0 && conns.iter().all(|c| c.is_consumed(ts, Some(s)))
             })
@@ -765,10 +771,13 @@ impl ChannelCore {
         let ci = st.conn(conn).map_err(|()| StmError::Detached)?;
         let mut dead = Vec::new();
         let mut newly = 1;
+        // The timestamps this consume changed, where a closed channel may release items.
+        let mut changed = (ts, ts.saturating_add(1));
         if until {
             let c = &st.conns[ci];
             let below = ts.saturating_add(1).max(c.consumed_below);
             let from = c.consumed_below;
+            changed = (from, below);
             let closing: Vec<Timestamp> = c.open.iter().copied().filter(|&t| t < below).collect();
             for t in closing {
                 st.close_open(ci, t, self.zone.id);
@@ -792,7 +801,7 @@ impl ChannelCore {
         } else {
             dead.extend(st.consume_one(ci, ts, self.zone.id));
         }
-        dead.extend(st.release_consumed());
+        dead.extend(st.release_consumed_in(changed.0, changed.1));
         self.uncount(dead.len());
         // An `Exact` get parked on this connection may now be gone.
         let wake_getters = self.has_getters();
@@ -835,9 +844,15 @@ impl ChannelCore {
     }
 
     pub(crate) fn close(&self) {
-        let mut st = self.lock();
+        let mut st = lock(&self.state);
+        {
+            // Merge and close under one hold of the inbox, so no put lands after the merge
+            // and escapes the release below.
+            let mut ib = lock(&self.inbox);
+            self.absorb(&mut st, &mut ib);
+            ib.closed = true;
+        }
         st.closed = true;
-        lock(&self.inbox).closed = true;
         st.subscribers.close_all();
         let dead = st.release_consumed();
         self.uncount(dead.len());

@@ -60,15 +60,14 @@ pub(crate) const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// most every [`INTERRUPT_POLL`] while a call waits, never with a lock held.
 pub(crate) struct InterruptPoll<'a> {
     check: Option<&'a dyn Fn() -> bool>,
-    next: Instant,
+    /// When the check is due again; none before the first ask (no clock read on paths
+    /// that never wait).
+    next: Option<Instant>,
 }
 
 impl<'a> InterruptPoll<'a> {
     pub(crate) fn new(check: Option<&'a dyn Fn() -> bool>) -> Self {
-        InterruptPoll {
-            check,
-            next: Instant::now(),
-        }
+        InterruptPoll { check, next: None }
     }
 
     /// Whether the check, if due, asks the call to stop.
@@ -77,18 +76,19 @@ impl<'a> InterruptPoll<'a> {
             return false;
         };
         let now = Instant::now();
-        if now < self.next {
+        if self.next.is_some_and(|n| now < n) {
             return false;
         }
-        self.next = now + INTERRUPT_POLL;
+        self.next = Some(now + INTERRUPT_POLL);
         check()
     }
 
     /// `deadline`, shortened so that a wait ends when the check is due again.
     pub(crate) fn bound(&self, deadline: Option<Instant>) -> Option<Instant> {
-        match self.check {
-            None => deadline,
-            Some(_) => Some(deadline.map_or(self.next, |d| d.min(self.next))),
+        if self.check.is_none() {
+            return deadline;
         }
+        let next = self.next.unwrap_or_else(|| Instant::now() + INTERRUPT_POLL);
+        Some(deadline.map_or(next, |d| d.min(next)))
     }
 }

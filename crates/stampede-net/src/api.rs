@@ -164,8 +164,17 @@ fn get_error(r: Reply, owner: &str) -> GetError {
         return GetError::Timeout(Neighbors::default());
     }
     failure(r, owner)
-        .and_then(|(code, figures, _)| GetError::from_code(code, figures))
+        .and_then(|(code, figures, text)| {
+            GetError::from_code(code, figures).or_else(|| misfit("get", code, &text, owner))
+        })
         .unwrap_or(GetError::Unreachable)
+}
+
+/// Logs an owner's error that no operation of this kind fails with; the caller reports it
+/// as unreachable.
+fn misfit<T>(op: &str, code: Code, text: &str, owner: &str) -> Option<T> {
+    tracing::warn!(owner, "{op} failed with {code}: {text}");
+    None
 }
 
 fn put_kind(r: Reply, owner: &str) -> PutErrorKind {
@@ -173,7 +182,9 @@ fn put_kind(r: Reply, owner: &str) -> PutErrorKind {
         return PutErrorKind::Full;
     }
     failure(r, owner)
-        .and_then(|(code, (a, _), _)| PutErrorKind::from_code(code, a))
+        .and_then(|(code, (a, _), text)| {
+            PutErrorKind::from_code(code, a).or_else(|| misfit("put", code, &text, owner))
+        })
         .unwrap_or(PutErrorKind::Unreachable)
 }
 

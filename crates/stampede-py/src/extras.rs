@@ -96,9 +96,22 @@ pub(crate) struct Pacer {
     period: f64,
     // What the late handler raised, re-raised by `sync`.
     failed: Arc<Mutex<Option<PyErr>>>,
+    // The thread sleeping in `sync`, which holds `pacer`: signal handlers run on it while
+    // it sleeps, and one that used this pacer would wait for itself forever.
+    syncing: Mutex<Option<std::thread::ThreadId>>,
 }
 
 impl Pacer {
+    /// Refuses a call from a signal handler running inside this pacer's own `sync`.
+    fn not_in_own_sync(&self) -> PyResult<()> {
+        if *lock(&self.syncing) == Some(std::thread::current().id()) {
+            return Err(PyRuntimeError::new_err(
+                "this pacer is sleeping in sync() on this thread (called from a signal handler?)",
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn create(
         py: Python<'_>,
         period: f64,
@@ -155,6 +168,7 @@ impl Pacer {
             pacer: Arc::new(Mutex::new(core::Pacer::new(p, tol, handler))),
             period,
             failed,
+            syncing: Mutex::new(None),
         })
     }
 }
@@ -169,8 +183,16 @@ impl Pacer {
 
     /// Waits until tick ``vt`` is due, or reports lateness through the handler.
     fn sync(&self, py: Python<'_>, vt: Timestamp) -> PyResult<Tick> {
+        self.not_in_own_sync()?;
         let signals = stm::Signals::default();
-        let t = py.detach(|| lock(&self.pacer).sync_interruptible(vt, &|| signals.pending()));
+        let me = std::thread::current().id();
+        let t = py.detach(|| {
+            let mut pacer = lock(&self.pacer);
+            *lock(&self.syncing) = Some(me);
+            let t = pacer.sync_interruptible(vt, &|| signals.pending());
+            *lock(&self.syncing) = None;
+            t
+        });
         if let Some(e) = lock(&self.failed).take() {
             return Err(e);
         }
@@ -204,14 +226,15 @@ impl Pacer {
     }
 
     /// Counters.
-    fn stats(&self, py: Python<'_>) -> PacerStats {
+    fn stats(&self, py: Python<'_>) -> PyResult<PacerStats> {
+        self.not_in_own_sync()?;
         let s = py.detach(|| lock(&self.pacer).stats());
-        PacerStats {
+        Ok(PacerStats {
             on_time: s.on_time,
             late: s.late,
             skipped: s.skipped,
             resyncs: s.resyncs,
-        }
+        })
     }
 }
 
