@@ -39,6 +39,8 @@ test: setup lint test-rust test-loom test-python test-c
 test-rust:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
+	# Local-only users leave distribution (and Zenoh) out of the facade.
+	$(CARGO) check -p stampede --no-default-features --all-targets
 
 # loom model-checks the concurrent core; it rebuilds the crate with --cfg loom, so it gets
 # its own target directory.
