@@ -145,8 +145,8 @@ fn status(code: ErrorCode) -> stp_status {
         ErrorCode::ZoneMismatch => STP_ZONE_MISMATCH,
         ErrorCode::TooManyConnections => STP_TOO_MANY_CONNECTIONS,
         ErrorCode::UnknownTicket => STP_UNKNOWN_TICKET,
-        // C callers pass no interrupt check.
-        ErrorCode::Interrupted | ErrorCode::Internal => STP_INTERNAL,
+        // `Internal`, `Interrupted` (C callers pass no interrupt check) and codes newer
+        // than this table.
         _ => STP_INTERNAL,
     }
 }
