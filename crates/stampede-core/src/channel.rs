@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use crate::container::{Flavor, LocalContainer};
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId};
@@ -296,7 +297,8 @@ struct Inbox {
     slow: bool,
 }
 
-pub(crate) struct ChannelCore {
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
+pub struct ChannelCore {
     pub(crate) id: ContainerId,
     pub(crate) name: Option<String>,
     capacity: Option<usize>,
@@ -864,6 +866,21 @@ impl ChannelCore {
     }
 }
 
+impl LocalContainer for ChannelCore {
+    fn id(&self) -> ContainerId {
+        self.id
+    }
+    fn zone(&self) -> ZoneId {
+        self.zone.id
+    }
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
+        ChannelCore::attach_input(self, task, id)
+    }
+}
+
 impl Detach for ChannelCore {
     fn wake_putters(&self) {
         let _st = self.lock();
@@ -983,30 +1000,36 @@ impl Collectable for ChannelCore {
 /// or, for items put with a reference count, once that many connections consumed them.
 #[derive(Clone)]
 pub struct Channel {
-    pub(crate) core: Arc<ChannelCore>,
+    pub(crate) flavor: Flavor<ChannelCore>,
 }
 
 impl fmt::Debug for Channel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Channel")
-            .field("id", &self.core.id)
-            .field("name", &self.core.name)
-            .finish()
+        self.flavor.debug("Channel", f)
     }
 }
 
 impl Channel {
+    /// The channel's state here, if it lives here.
+    fn local(&self) -> Option<&Arc<ChannelCore>> {
+        match &self.flavor {
+            Flavor::Local(c) => Some(c),
+            Flavor::Provided(_) => None,
+        }
+    }
     /// The registered name, if any.
     pub fn name(&self) -> Option<&str> {
-        self.core.name.as_deref()
+        self.flavor.name()
     }
-    /// The capacity, if bounded.
+    /// The capacity, if bounded. A channel served by another address space (see
+    /// [`Container::owner`](crate::Container::owner)) stores nothing here: it reports `None`
+    /// here and in the other inspection methods below (no items, zero counters).
     pub fn capacity(&self) -> Option<usize> {
-        self.core.capacity
+        self.local().and_then(|c| c.capacity)
     }
     /// Number of items stored now.
     pub fn len(&self) -> usize {
-        self.core.lock().items.len()
+        self.local().map_or(0, |c| c.lock().items.len())
     }
     /// Whether the channel stores no item now.
     pub fn is_empty(&self) -> bool {
@@ -1015,15 +1038,20 @@ impl Channel {
     /// The item stored at `ts`, read without a connection (nothing is marked open or
     /// consumed): for tools and for forwarding items to other address spaces.
     pub fn peek(&self, ts: Timestamp) -> Option<Item> {
-        self.core.lock().items.get(&ts).map(|s| s.item.clone())
+        self.local()?.lock().items.get(&ts).map(|s| s.item.clone())
     }
     /// Timestamps of the items stored now, ascending.
     pub fn timestamps(&self) -> Vec<Timestamp> {
-        self.core.lock().items.keys().copied().collect()
+        self.local()
+            .map(|c| c.lock().items.keys().copied().collect())
+            .unwrap_or_default()
     }
     /// Counters.
     pub fn stats(&self) -> ChannelStats {
-        let st = self.core.lock();
+        let Some(c) = self.local() else {
+            return ChannelStats::default();
+        };
+        let st = c.lock();
         ChannelStats {
             items: st.items.len(),
             connections: st.conns.len(),
@@ -1057,16 +1085,26 @@ impl Channel {
     /// assert_eq!(ch.len(), 10); // kept: a task may still join at the zone's floor
     /// let report = rt.explain(ZoneId::DEFAULT);
     /// assert!(report.holders().any(|h| matches!(h.cause, HoldCause::NoLiveTask { .. })));
-    /// ch.close();
+    /// ch.close().unwrap();
     /// assert!(ch.is_empty()); // every item was consumed: released
     /// ```
-    pub fn close(&self) {
-        self.core.close();
+    ///
+    /// A channel served by another address space is closed there; that fails only when its
+    /// owner cannot be reached.
+    pub fn close(&self) -> Result<(), StmError> {
+        match &self.flavor {
+            Flavor::Local(c) => {
+                c.close();
+                Ok(())
+            }
+            Flavor::Provided(b) => b.close(),
+        }
     }
 
-    /// Whether the channel was closed.
+    /// Whether the channel was closed (here; `false` for a channel served elsewhere, whose
+    /// connections report `Closed` instead).
     pub fn is_closed(&self) -> bool {
-        self.core.lock().closed
+        self.local().is_some_and(|c| c.lock().closed)
     }
 
     /// Installs the garbage handler, run once for every reclaimed item (outside any lock).
@@ -1078,7 +1116,7 @@ impl Channel {
     /// let ch = rt.channel(ContainerOptions::default()).unwrap();
     /// let freed = Arc::new(Mutex::new(Vec::new()));
     /// let f = freed.clone();
-    /// ch.on_garbage(move |ts, _item| f.lock().unwrap().push(ts));
+    /// ch.on_garbage(move |ts, _item| f.lock().unwrap().push(ts)).unwrap();
     /// let t = rt.task(0).unwrap();
     /// let out = t.attach_output(&ch).unwrap();
     /// out.put(0, "a").unwrap();
@@ -1087,15 +1125,32 @@ impl Channel {
     /// rt.collect();
     /// assert_eq!(*freed.lock().unwrap(), vec![0]); // 1 is still reachable: vt is 1
     /// ```
-    pub fn on_garbage(&self, handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static) {
-        self.core.lock().garbage = Some(Arc::new(handler));
+    ///
+    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
+    pub fn on_garbage(
+        &self,
+        handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static,
+    ) -> Result<(), StmError> {
+        self.local_only()?.lock().garbage = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    fn local_only(&self) -> Result<&Arc<ChannelCore>, StmError> {
+        self.local().ok_or(StmError::Unsupported(
+            "arrival and garbage hooks on a channel served by another address space".into(),
+        ))
     }
 
     /// Calls `f` with the timestamp of every item put from now on, on the putting thread.
-    pub fn on_arrival(&self, f: impl Fn(Timestamp) + Send + Sync + 'static) -> SubscriptionId {
-        let mut st = self.core.lock();
-        lock(&self.core.inbox).slow = true;
-        st.subscribers.add_callback(Arc::new(f))
+    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
+    pub fn on_arrival(
+        &self,
+        f: impl Fn(Timestamp) + Send + Sync + 'static,
+    ) -> Result<SubscriptionId, StmError> {
+        let c = self.local_only()?;
+        let mut st = c.lock();
+        lock(&c.inbox).slow = true;
+        Ok(st.subscribers.add_callback(Arc::new(f)))
     }
 
     /// An async stream of the timestamps of items put from now on, buffering up to
@@ -1106,27 +1161,31 @@ impl Channel {
     /// use stampede_core::{ContainerOptions, Runtime};
     /// let rt = Runtime::new();
     /// let ch = rt.channel(ContainerOptions::default()).unwrap();
-    /// let mut arrivals = ch.arrivals(16);
+    /// let mut arrivals = ch.arrivals(16).unwrap();
     /// let t = rt.task(0).unwrap();
     /// let out = t.attach_output(&ch).unwrap();
     /// out.put(7, "x").unwrap();
     /// assert_eq!(futures::executor::block_on(arrivals.next()), Some(7));
     /// ```
-    pub fn arrivals(&self, capacity: usize) -> Arrivals {
-        let mut st = self.core.lock();
-        lock(&self.core.inbox).slow = true;
+    ///
+    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
+    pub fn arrivals(&self, capacity: usize) -> Result<Arrivals, StmError> {
+        let c = self.local_only()?;
+        let mut st = c.lock();
+        lock(&c.inbox).slow = true;
         let (_, shared) = st.subscribers.add_stream(capacity);
         if st.closed {
             st.subscribers.close_all();
         }
-        Arrivals { shared }
+        Ok(Arrivals { shared })
     }
 
     /// Cancels a subscription; returns whether it existed.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        let mut st = self.core.lock();
+        let Some(c) = self.local() else { return false };
+        let mut st = c.lock();
         let removed = st.subscribers.remove(id);
-        lock(&self.core.inbox).slow = !st.subscribers.is_empty();
+        lock(&c.inbox).slow = !st.subscribers.is_empty();
         removed
     }
 }

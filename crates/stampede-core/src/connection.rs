@@ -4,20 +4,29 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::{Channel, Selector};
-use crate::container::{Container, Kind};
-use crate::error::{GetError, PutError, StmError};
+use crate::channel::{Channel, ChannelCore, Selector};
+use crate::container::Container;
+use crate::error::{GetError, PutError, PutErrorKind, StmError};
 use crate::ids::ConnId;
 use crate::item::Item;
+use crate::provider::{Consume, Linked};
 use crate::queue::{Queue, QueueItem};
 use crate::register::Register;
 use crate::task::{Detach, TaskInner};
 use crate::time::Timestamp;
 use crate::wait::Wait;
 
+/// A connection's way to its container: the container's own state, or the link to where it
+/// is served.
+pub(crate) enum Via<L> {
+    Local(Arc<L>),
+    Provided(Arc<Linked>),
+}
+
 /// A task's attachment to a container for getting. Dropping it detaches.
 pub struct InputConnection<C: Container> {
     container: C,
+    via: Via<C::Local>,
     task: Arc<TaskInner>,
     id: ConnId,
 }
@@ -25,6 +34,7 @@ pub struct InputConnection<C: Container> {
 /// A task's attachment to a container for putting.
 pub struct OutputConnection<C: Container> {
     container: C,
+    via: Via<C::Local>,
     task: Arc<TaskInner>,
     id: ConnId,
 }
@@ -50,9 +60,10 @@ impl<C: Container> fmt::Debug for OutputConnection<C> {
 }
 
 impl<C: Container> InputConnection<C> {
-    pub(crate) fn new(container: C, task: Arc<TaskInner>, id: ConnId) -> Self {
+    pub(crate) fn new(container: C, via: Via<C::Local>, task: Arc<TaskInner>, id: ConnId) -> Self {
         Self {
             container,
+            via,
             task,
             id,
         }
@@ -71,20 +82,21 @@ impl<C: Container> InputConnection<C> {
 
 impl<C: Container> Drop for InputConnection<C> {
     fn drop(&mut self) {
-        let d: Arc<dyn Detach> = match self.container.handle().kind {
-            Kind::Channel(c) => c,
-            Kind::Queue(q) => q,
-            Kind::Register(r) => r,
-        };
-        d.detach(self.id, &self.task);
-        self.task.unregister_conn(self.id);
+        match &self.via {
+            Via::Local(l) => {
+                l.detach(self.id, &self.task);
+                self.task.unregister_conn(self.id);
+            }
+            Via::Provided(l) => l.drop_conn(self.id),
+        }
     }
 }
 
 impl<C: Container> OutputConnection<C> {
-    pub(crate) fn new(container: C, task: Arc<TaskInner>, id: ConnId) -> Self {
+    pub(crate) fn new(container: C, via: Via<C::Local>, task: Arc<TaskInner>, id: ConnId) -> Self {
         Self {
             container,
+            via,
             task,
             id,
         }
@@ -96,6 +108,16 @@ impl<C: Container> OutputConnection<C> {
     /// The container.
     pub fn container(&self) -> &C {
         &self.container
+    }
+    /// Detaches the connection.
+    pub fn detach(self) {}
+}
+
+impl<C: Container> Drop for OutputConnection<C> {
+    fn drop(&mut self) {
+        if let Via::Provided(l) = &self.via {
+            l.drop_conn(self.id);
+        }
     }
 }
 
@@ -171,9 +193,22 @@ impl OutputConnection<Channel> {
         item: impl Into<Item>,
         opts: PutOptions,
     ) -> Result<(), PutError> {
-        self.container
-            .core
-            .put(&self.task, ts, item.into(), opts.consumers, opts.wait, None)
+        self.put_inner(ts, item.into(), opts, None)
+    }
+
+    fn put_inner(
+        &self,
+        ts: Timestamp,
+        item: Item,
+        opts: PutOptions,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Result<(), PutError> {
+        match &self.via {
+            Via::Local(c) => c.put(&self.task, ts, item, opts.consumers, opts.wait, interrupted),
+            Via::Provided(l) => l
+                .put(ts, item, opts.consumers, opts.wait, interrupted)
+                .map(drop),
+        }
     }
 
     /// Puts like [`put_with`](Self::put_with), asking `interrupted` (with no lock held)
@@ -205,14 +240,7 @@ impl OutputConnection<Channel> {
         opts: PutOptions,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<(), PutError> {
-        self.container.core.put(
-            &self.task,
-            ts,
-            item.into(),
-            opts.consumers,
-            opts.wait,
-            Some(interrupted),
-        )
+        self.put_inner(ts, item.into(), opts, Some(interrupted))
     }
 }
 
@@ -242,9 +270,20 @@ impl OutputConnection<Queue> {
         item: impl Into<Item>,
         wait: Wait,
     ) -> Result<u64, PutError> {
-        self.container
-            .core
-            .put(&self.task, ts, item.into(), wait, None)
+        self.put_inner(ts, item.into(), wait, None)
+    }
+
+    fn put_inner(
+        &self,
+        ts: Timestamp,
+        item: Item,
+        wait: Wait,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Result<u64, PutError> {
+        match &self.via {
+            Via::Local(q) => q.put(&self.task, ts, item, wait, interrupted),
+            Via::Provided(l) => l.put(ts, item, None, wait, interrupted),
+        }
     }
     /// Puts like [`put_with`](Self::put_with), asking `interrupted` while the put waits for
     /// space, as [`OutputConnection::<Channel>::put_interruptible`] does.
@@ -255,16 +294,23 @@ impl OutputConnection<Queue> {
         wait: Wait,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<u64, PutError> {
-        self.container
-            .core
-            .put(&self.task, ts, item.into(), wait, Some(interrupted))
+        self.put_inner(ts, item.into(), wait, Some(interrupted))
     }
 }
 
 impl OutputConnection<Register> {
     /// Overwrites the register's value; returns the write's sequence number.
     pub fn write(&self, item: impl Into<Item>) -> Result<u64, StmError> {
-        self.container.core.write(&self.task, item.into())
+        match &self.via {
+            Via::Local(r) => r.write(&self.task, item.into()),
+            Via::Provided(l) => l
+                .put(0, item.into(), None, Wait::Never, None)
+                .map_err(|e| match e.kind() {
+                    PutErrorKind::Closed => StmError::Closed,
+                    PutErrorKind::Detached => StmError::Detached,
+                    k => StmError::Unreachable(format!("write failed: {k:?}")),
+                }),
+        }
     }
 }
 
@@ -301,15 +347,35 @@ impl InputConnection<Channel> {
     }
     /// Gets with an explicit wait mode.
     pub fn get_with(&self, sel: Selector, wait: Wait) -> Result<(Timestamp, Item), GetError> {
-        self.container.core.get(self.id, sel, wait)
+        match &self.via {
+            Via::Local(c) => c.get(self.id, sel, wait),
+            Via::Provided(l) => {
+                let g = l.get(sel, wait)?;
+                l.opened(g.ts);
+                Ok((g.ts, g.item))
+            }
+        }
     }
     /// Marks the item at `ts` consumed on this connection (it need not be open, or present).
     pub fn consume(&self, ts: Timestamp) -> Result<(), StmError> {
-        self.container.core.consume(self.id, ts)
+        match &self.via {
+            Via::Local(c) => c.consume(self.id, ts),
+            Via::Provided(l) => l.consume(Consume::Item(ts)),
+        }
     }
     /// Marks every item at or below `ts` consumed, including ones that arrive later.
     pub fn consume_until(&self, ts: Timestamp) -> Result<(), StmError> {
-        self.container.core.consume_until(self.id, ts)
+        match &self.via {
+            Via::Local(c) => c.consume_until(self.id, ts),
+            Via::Provided(l) => l.consume(Consume::Until(ts)),
+        }
+    }
+    /// The channel's state here, for the correlator; `None` when it is served elsewhere.
+    pub(crate) fn local(&self) -> Option<&Arc<ChannelCore>> {
+        match &self.via {
+            Via::Local(c) => Some(c),
+            Via::Provided(_) => None,
+        }
     }
 }
 
@@ -328,11 +394,25 @@ impl InputConnection<Queue> {
     }
     /// Gets with an explicit wait mode.
     pub fn get_with(&self, wait: Wait) -> Result<QueueItem, GetError> {
-        self.container.core.get(self.id, &self.task, wait)
+        match &self.via {
+            Via::Local(q) => q.get(self.id, &self.task, wait),
+            Via::Provided(l) => {
+                let g = l.get(Selector::Oldest, wait)?;
+                l.held(g.seq, g.ts);
+                Ok(QueueItem {
+                    ts: g.ts,
+                    ticket: g.seq,
+                    item: g.item,
+                })
+            }
+        }
     }
     /// Consumes (frees) the item with this ticket, which this connection must hold.
     pub fn consume(&self, ticket: u64) -> Result<(), StmError> {
-        self.container.core.consume(self.id, ticket)
+        match &self.via {
+            Via::Local(q) => q.consume(self.id, ticket),
+            Via::Provided(l) => l.consume(Consume::Ticket(ticket)),
+        }
     }
 }
 
@@ -351,6 +431,9 @@ impl InputConnection<Register> {
     }
     /// Reads with an explicit wait mode.
     pub fn read_with(&self, wait: Wait) -> Result<(u64, Item), GetError> {
-        self.container.core.read(self.id, wait)
+        match &self.via {
+            Via::Local(r) => r.read(self.id, wait),
+            Via::Provided(l) => l.get(Selector::Oldest, wait).map(|g| (g.seq, g.item)),
+        }
     }
 }

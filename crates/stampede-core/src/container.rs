@@ -3,9 +3,12 @@
 use std::sync::Arc;
 
 use crate::channel::{Channel, ChannelCore};
-use crate::ids::ContainerId;
+use crate::error::StmError;
+use crate::ids::{ConnId, ContainerId};
+use crate::provider;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
+use crate::task::{Detach, TaskInner};
 use crate::time::ZoneId;
 
 /// Options for a new channel, queue or register.
@@ -50,86 +53,122 @@ impl ContainerOptions {
     }
 }
 
-pub(crate) enum Kind {
-    Channel(Arc<ChannelCore>),
-    Queue(Arc<QueueCore>),
-    Register(Arc<RegisterCore>),
+/// Where a container lives: here (statically dispatched, no virtual call on a put or get),
+/// or served by a provider (another address space, or a future kind) behind
+/// [`provider::Backend`].
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
+pub enum Flavor<L> {
+    Local(Arc<L>),
+    Provided(Arc<dyn provider::Backend>),
 }
 
-/// An opaque reference to any container, used by generic code.
-pub struct ContainerHandle {
-    pub(crate) kind: Kind,
-}
-
-impl std::fmt::Debug for ContainerHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ContainerHandle")
-            .field("id", &self.id())
-            .finish()
+impl<L> Clone for Flavor<L> {
+    fn clone(&self) -> Self {
+        match self {
+            Flavor::Local(l) => Flavor::Local(l.clone()),
+            Flavor::Provided(b) => Flavor::Provided(b.clone()),
+        }
     }
 }
 
-impl ContainerHandle {
+/// What the core needs of a container kind that lives here: identity, and attaching and
+/// detaching input connections.
+#[allow(unreachable_pub, missing_debug_implementations)]
+pub trait LocalContainer: Detach + Send + Sync + 'static {
+    fn id(&self) -> ContainerId;
+    fn zone(&self) -> ZoneId;
+    fn name(&self) -> Option<&str>;
+    fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError>;
+}
+
+impl<L: LocalContainer> Flavor<L> {
     pub(crate) fn id(&self) -> ContainerId {
-        match &self.kind {
-            Kind::Channel(c) => c.id,
-            Kind::Queue(c) => c.id,
-            Kind::Register(c) => c.id,
+        match self {
+            Flavor::Local(l) => l.id(),
+            Flavor::Provided(b) => b.id(),
         }
     }
     pub(crate) fn zone(&self) -> ZoneId {
-        match &self.kind {
-            Kind::Channel(c) => c.zone.id,
-            Kind::Queue(c) => c.zone.id,
-            Kind::Register(c) => c.zone,
+        match self {
+            Flavor::Local(l) => l.zone(),
+            Flavor::Provided(b) => b.zone(),
         }
+    }
+    pub(crate) fn name(&self) -> Option<&str> {
+        match self {
+            Flavor::Local(l) => l.name(),
+            Flavor::Provided(b) => b.name(),
+        }
+    }
+    pub(crate) fn owner(&self) -> Option<&str> {
+        match self {
+            Flavor::Local(_) => None,
+            Flavor::Provided(b) => Some(b.owner()),
+        }
+    }
+    pub(crate) fn debug(&self, kind: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct(kind);
+        d.field("id", &self.id()).field("name", &self.name());
+        if let Some(o) = self.owner() {
+            d.field("owner", &o);
+        }
+        d.finish()
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     #![allow(unreachable_pub)]
-    pub trait Sealed {}
-}
-impl sealed::Sealed for Channel {}
-impl sealed::Sealed for Queue {}
-impl sealed::Sealed for Register {}
+    use super::{Flavor, LocalContainer};
 
-/// A channel, queue or register: anything a task can attach to.
+    pub trait Sealed {
+        type Local: LocalContainer;
+        fn flavor(&self) -> &Flavor<Self::Local>;
+    }
+}
+
+impl sealed::Sealed for Channel {
+    type Local = ChannelCore;
+    fn flavor(&self) -> &Flavor<ChannelCore> {
+        &self.flavor
+    }
+}
+impl sealed::Sealed for Queue {
+    type Local = QueueCore;
+    fn flavor(&self) -> &Flavor<QueueCore> {
+        &self.flavor
+    }
+}
+impl sealed::Sealed for Register {
+    type Local = RegisterCore;
+    fn flavor(&self) -> &Flavor<RegisterCore> {
+        &self.flavor
+    }
+}
+
+/// A channel, queue or register: anything a task can attach to, here or in another address
+/// space.
 pub trait Container: sealed::Sealed + Clone + Send + Sync + 'static {
-    /// The runtime-internal reference behind this handle.
-    #[doc(hidden)]
-    fn handle(&self) -> ContainerHandle;
-    /// The container's id.
+    /// The container's id (in its owner's numbering when another address space serves it).
     fn id(&self) -> ContainerId {
-        self.handle().id()
+        self.flavor().id()
     }
     /// The container's time zone.
     fn zone(&self) -> ZoneId {
-        self.handle().zone()
+        self.flavor().zone()
+    }
+    /// The address space serving the container, or `None` when it lives here.
+    fn owner(&self) -> Option<&str> {
+        self.flavor().owner()
+    }
+    /// Whether the container lives in this address space.
+    fn is_local(&self) -> bool {
+        matches!(self.flavor(), Flavor::Local(_))
     }
 }
 
-impl Container for Channel {
-    fn handle(&self) -> ContainerHandle {
-        ContainerHandle {
-            kind: Kind::Channel(self.core.clone()),
-        }
-    }
-}
-impl Container for Queue {
-    fn handle(&self) -> ContainerHandle {
-        ContainerHandle {
-            kind: Kind::Queue(self.core.clone()),
-        }
-    }
-}
-impl Container for Register {
-    fn handle(&self) -> ContainerHandle {
-        ContainerHandle {
-            kind: Kind::Register(self.core.clone()),
-        }
-    }
-}
+impl Container for Channel {}
+impl Container for Queue {}
+impl Container for Register {}
 
 /// A container found by name.
 #[derive(Clone, Debug)]

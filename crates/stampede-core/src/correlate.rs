@@ -56,7 +56,8 @@ struct Signal {
 /// let mut corr = Correlator::new(
 ///     vec![fusion.attach_input(&video).unwrap(), fusion.attach_input(&audio).unwrap()],
 ///     Match::Within(2),
-/// );
+/// )
+/// .unwrap();
 /// v.put(10, "frame").unwrap();
 /// a.put(11, "chunk").unwrap();
 /// let set = corr.get().unwrap();
@@ -92,8 +93,14 @@ enum Attempt {
 }
 
 impl Correlator {
-    /// Correlates `inputs` (at least one) by `mode`.
-    pub fn new(inputs: Vec<InputConnection<Channel>>, mode: Match) -> Correlator {
+    /// Correlates `inputs` (at least one) by `mode`. Fails with
+    /// [`StmError::Unsupported`] when a channel is served by another address space.
+    pub fn new(inputs: Vec<InputConnection<Channel>>, mode: Match) -> Result<Correlator, StmError> {
+        if inputs.iter().any(|i| i.local().is_none()) {
+            return Err(StmError::Unsupported(
+                "correlating channels served by another address space".into(),
+            ));
+        }
         let signal: Arc<(Mutex<Signal>, Condvar)> = Arc::default();
         let subscriptions = inputs
             .iter()
@@ -107,15 +114,15 @@ impl Correlator {
                     }
                 })
             })
-            .collect();
-        Correlator {
+            .collect::<Result<_, _>>()?;
+        Ok(Correlator {
             last: vec![None; inputs.len()],
             inputs,
             mode,
             signal,
             subscriptions,
             skipped: 0,
-        }
+        })
     }
 
     /// The input connections, in order.
@@ -136,7 +143,7 @@ impl Correlator {
             .inputs
             .iter()
             .zip(&self.last)
-            .map(|(i, l)| i.container().core.visible_after(i.id(), *l))
+            .filter_map(|(i, l)| Some(i.local()?.visible_after(i.id(), *l)))
             .collect();
         let (refs, ref_closed) = &views[0];
         for &r in refs {

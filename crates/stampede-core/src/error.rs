@@ -201,6 +201,9 @@ pub enum StmError {
     InvalidArgument(Cow<'static, str>),
     /// The container's address space left, died, or did not answer in time.
     Unreachable(String),
+    /// The operation is not available on this container where it lives (say, a local-only
+    /// hook on a container served by another address space); says which.
+    Unsupported(Cow<'static, str>),
 }
 
 impl fmt::Display for StmError {
@@ -229,6 +232,7 @@ impl fmt::Display for StmError {
             }
             StmError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             StmError::Unreachable(what) => write!(f, "unreachable: {what}"),
+            StmError::Unsupported(what) => write!(f, "not supported: {what}"),
         }
     }
 }
@@ -323,6 +327,8 @@ error_codes! {
     ZeroConsumers = 25, "zero_consumers";
     /// The caller's interrupt check stopped a waiting operation.
     Interrupted = 26, "interrupted";
+    /// The operation is not available on this container where it lives.
+    Unsupported = 27, "unsupported";
     /// A failure inside the runtime or at a language boundary.
     Internal = 99, "internal";
 }
@@ -442,6 +448,7 @@ impl StmError {
             StmError::TooManyConnections(n) => (ErrorCode::TooManyConnections, (*n as i64, 0)),
             StmError::InvalidArgument(_) => (ErrorCode::InvalidArgument, (0, 0)),
             StmError::Unreachable(_) => (ErrorCode::Unreachable, (0, 0)),
+            StmError::Unsupported(_) => (ErrorCode::Unsupported, (0, 0)),
         }
     }
 
@@ -473,6 +480,7 @@ impl StmError {
             ErrorCode::TooManyConnections => StmError::TooManyConnections(a as usize),
             ErrorCode::InvalidArgument => StmError::InvalidArgument(detail.to_owned().into()),
             ErrorCode::Unreachable => StmError::Unreachable(detail.to_owned()),
+            ErrorCode::Unsupported => StmError::Unsupported(detail.to_owned().into()),
             _ => return None,
         })
     }
@@ -481,7 +489,7 @@ impl StmError {
     pub fn detail(&self) -> &str {
         match self {
             StmError::NameTaken(s) | StmError::Unreachable(s) => s,
-            StmError::InvalidArgument(s) => s,
+            StmError::InvalidArgument(s) | StmError::Unsupported(s) => s,
             _ => "",
         }
     }

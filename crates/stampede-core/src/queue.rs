@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::container::{Flavor, LocalContainer};
 use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId};
@@ -12,7 +13,7 @@ use crate::item::Item;
 use crate::notify::{Arrivals, GarbageHandler, Subscribers, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
-use crate::time::{Timestamp, INFINITY};
+use crate::time::{Timestamp, ZoneId, INFINITY};
 use crate::wait::{spin, Wait, SPIN_ROUNDS};
 
 /// An item gotten from a queue: consume it by its ticket.
@@ -69,7 +70,8 @@ struct State {
     stats: QueueStats,
 }
 
-pub(crate) struct QueueCore {
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
+pub struct QueueCore {
     pub(crate) id: ContainerId,
     pub(crate) name: Option<String>,
     capacity: Option<usize>,
@@ -296,6 +298,21 @@ impl QueueCore {
     }
 }
 
+impl LocalContainer for QueueCore {
+    fn id(&self) -> ContainerId {
+        self.id
+    }
+    fn zone(&self) -> ZoneId {
+        self.zone.id
+    }
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
+        QueueCore::attach_input(self, task, id)
+    }
+}
+
 impl Detach for QueueCore {
     fn wake_putters(&self) {
         let _st = self.lock();
@@ -392,30 +409,40 @@ impl Collectable for QueueCore {
 /// ```
 #[derive(Clone)]
 pub struct Queue {
-    pub(crate) core: Arc<QueueCore>,
+    pub(crate) flavor: Flavor<QueueCore>,
 }
 
 impl fmt::Debug for Queue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Queue")
-            .field("id", &self.core.id)
-            .field("name", &self.core.name)
-            .finish()
+        self.flavor.debug("Queue", f)
     }
 }
 
 impl Queue {
+    fn local(&self) -> Option<&Arc<QueueCore>> {
+        match &self.flavor {
+            Flavor::Local(c) => Some(c),
+            Flavor::Provided(_) => None,
+        }
+    }
+    fn local_only(&self) -> Result<&Arc<QueueCore>, StmError> {
+        self.local().ok_or(StmError::Unsupported(
+            "arrival and garbage hooks on a queue served by another address space".into(),
+        ))
+    }
     /// The registered name, if any.
     pub fn name(&self) -> Option<&str> {
-        self.core.name.as_deref()
+        self.flavor.name()
     }
-    /// The capacity (of waiting items), if bounded.
+    /// The capacity (of waiting items), if bounded. A queue served by another address space
+    /// (see [`Container::owner`](crate::Container::owner)) stores nothing here: it reports
+    /// `None` here and in the other inspection methods below (no items, zero counters).
     pub fn capacity(&self) -> Option<usize> {
-        self.core.capacity
+        self.local().and_then(|c| c.capacity)
     }
     /// Items waiting to be gotten.
     pub fn len(&self) -> usize {
-        self.core.lock().waiting.len()
+        self.local().map_or(0, |c| c.lock().waiting.len())
     }
     /// Whether no item is waiting.
     pub fn is_empty(&self) -> bool {
@@ -423,36 +450,62 @@ impl Queue {
     }
     /// Counters.
     pub fn stats(&self) -> QueueStats {
-        let st = self.core.lock();
+        let Some(c) = self.local() else {
+            return QueueStats::default();
+        };
+        let st = c.lock();
         QueueStats {
             waiting: st.waiting.len(),
             held: st.held.len(),
             ..st.stats
         }
     }
-    /// Closes the queue: puts fail, gets drain what is left and then return `Closed`.
-    pub fn close(&self) {
-        self.core.close();
+    /// Closes the queue: puts fail, gets drain what is left and then return `Closed`. A
+    /// queue served by another address space is closed there; that fails only when its
+    /// owner cannot be reached.
+    pub fn close(&self) -> Result<(), StmError> {
+        match &self.flavor {
+            Flavor::Local(c) => {
+                c.close();
+                Ok(())
+            }
+            Flavor::Provided(b) => b.close(),
+        }
     }
-    /// Installs the garbage handler, run once for every consumed item.
-    pub fn on_garbage(&self, handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static) {
-        self.core.lock().garbage = Some(Arc::new(handler));
+    /// Installs the garbage handler, run once for every consumed item. Fails with
+    /// [`StmError::Unsupported`] on a queue served by another address space.
+    pub fn on_garbage(
+        &self,
+        handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static,
+    ) -> Result<(), StmError> {
+        self.local_only()?.lock().garbage = Some(Arc::new(handler));
+        Ok(())
     }
-    /// Calls `f` with the timestamp of every item put from now on.
-    pub fn on_arrival(&self, f: impl Fn(Timestamp) + Send + Sync + 'static) -> SubscriptionId {
-        self.core.lock().subscribers.add_callback(Arc::new(f))
+    /// Calls `f` with the timestamp of every item put from now on. Fails with
+    /// [`StmError::Unsupported`] on a queue served by another address space.
+    pub fn on_arrival(
+        &self,
+        f: impl Fn(Timestamp) + Send + Sync + 'static,
+    ) -> Result<SubscriptionId, StmError> {
+        Ok(self
+            .local_only()?
+            .lock()
+            .subscribers
+            .add_callback(Arc::new(f)))
     }
-    /// An async stream of the timestamps of items put from now on.
-    pub fn arrivals(&self, capacity: usize) -> Arrivals {
-        let mut st = self.core.lock();
+    /// An async stream of the timestamps of items put from now on. Fails with
+    /// [`StmError::Unsupported`] on a queue served by another address space.
+    pub fn arrivals(&self, capacity: usize) -> Result<Arrivals, StmError> {
+        let mut st = self.local_only()?.lock();
         let (_, shared) = st.subscribers.add_stream(capacity);
         if st.closed {
             st.subscribers.close_all();
         }
-        Arrivals { shared }
+        Ok(Arrivals { shared })
     }
     /// Cancels a subscription; returns whether it existed.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        self.core.lock().subscribers.remove(id)
+        self.local()
+            .is_some_and(|c| c.lock().subscribers.remove(id))
     }
 }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::container::{Flavor, LocalContainer};
 use crate::error::{GetError, Neighbors, StmError};
 use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
@@ -22,7 +23,8 @@ struct State {
     waiters: usize,
 }
 
-pub(crate) struct RegisterCore {
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
+pub struct RegisterCore {
     pub(crate) id: ContainerId,
     pub(crate) name: Option<String>,
     pub(crate) zone: ZoneId,
@@ -108,6 +110,21 @@ impl RegisterCore {
     }
 }
 
+impl LocalContainer for RegisterCore {
+    fn id(&self) -> ContainerId {
+        self.id
+    }
+    fn zone(&self) -> ZoneId {
+        self.zone
+    }
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
+        RegisterCore::attach_input(self, task, id)
+    }
+}
+
 impl Detach for RegisterCore {
     fn detach(&self, conn: ConnId, _task: &TaskInner) {
         let mut st = self.lock();
@@ -134,32 +151,41 @@ impl Detach for RegisterCore {
 /// ```
 #[derive(Clone)]
 pub struct Register {
-    pub(crate) core: Arc<RegisterCore>,
+    pub(crate) flavor: Flavor<RegisterCore>,
 }
 
 impl fmt::Debug for Register {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Register")
-            .field("id", &self.core.id)
-            .field("name", &self.core.name)
-            .finish()
+        self.flavor.debug("Register", f)
     }
 }
 
 impl Register {
     /// The registered name, if any.
     pub fn name(&self) -> Option<&str> {
-        self.core.name.as_deref()
+        self.flavor.name()
     }
-    /// The current value and its write number, without waiting or marking it read.
+    /// The current value and its write number, without waiting or marking it read (`None`
+    /// for a register served by another address space: read it through a connection).
     pub fn peek(&self) -> Option<(u64, Item)> {
-        let st = self.core.lock();
+        let Flavor::Local(c) = &self.flavor else {
+            return None;
+        };
+        let st = c.lock();
         st.value.clone().map(|v| (st.seq, v))
     }
-    /// Closes the register: writes fail, waiting reads return `Closed`.
-    pub fn close(&self) {
-        let mut st = self.core.lock();
-        st.closed = true;
-        self.core.readers.notify_all();
+    /// Closes the register: writes fail, waiting reads return `Closed`. A register served by
+    /// another address space is closed there; that fails only when its owner cannot be
+    /// reached.
+    pub fn close(&self) -> Result<(), StmError> {
+        match &self.flavor {
+            Flavor::Local(c) => {
+                let mut st = c.lock();
+                st.closed = true;
+                c.readers.notify_all();
+                Ok(())
+            }
+            Flavor::Provided(b) => b.close(),
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::channel::{Channel, ChannelCore};
-use crate::container::{ContainerOptions, Named};
+use crate::container::{ContainerOptions, Flavor, Named};
 use crate::error::StmError;
 use crate::gc::{GcStats, MarkListener, WatermarkReport, Zone};
 use crate::ids::ConnId;
@@ -25,9 +25,15 @@ enum NamedWeak {
 impl NamedWeak {
     fn upgrade(&self) -> Option<Named> {
         Some(match self {
-            NamedWeak::Channel(w) => Named::Channel(Channel { core: w.upgrade()? }),
-            NamedWeak::Queue(w) => Named::Queue(Queue { core: w.upgrade()? }),
-            NamedWeak::Register(w) => Named::Register(Register { core: w.upgrade()? }),
+            NamedWeak::Channel(w) => Named::Channel(Channel {
+                flavor: Flavor::Local(w.upgrade()?),
+            }),
+            NamedWeak::Queue(w) => Named::Queue(Queue {
+                flavor: Flavor::Local(w.upgrade()?),
+            }),
+            NamedWeak::Register(w) => Named::Register(Register {
+                flavor: Flavor::Local(w.upgrade()?),
+            }),
         })
     }
 }
@@ -219,7 +225,7 @@ impl Runtime {
     /// lowest of this runtime's own watermark terms, [`WatermarkReport::local`]) changed.
     ///
     /// A distribution layer reports the mark to the other address spaces, which feed it to
-    /// [`set_remote_term`](Runtime::set_remote_term). `f` runs on the thread of the pass and
+    /// [`provider::set_external_term`](crate::provider::set_external_term). `f` runs on the thread of the pass and
     /// must not block.
     pub fn on_local_mark(&self, f: impl Fn(ZoneId, Timestamp) + Send + Sync + 'static) {
         let f: MarkListener = Arc::new(f);
@@ -232,15 +238,6 @@ impl Runtime {
     /// The local mark of `zone` as of the last collection pass (`INFINITY` before any).
     pub fn local_mark(&self, zone: ZoneId) -> Timestamp {
         self.zone(zone).local_mark()
-    }
-
-    /// Adds, replaces or (with `None`) removes the lowest watermark term another address space
-    /// of a distributed application reported for `zone`. Items are reclaimed only below
-    /// every such term, and a zone with remote terms keeps collecting without local tasks.
-    pub fn set_remote_term(&self, zone: ZoneId, space: &str, ts: Option<Timestamp>) {
-        let z = self.zone(zone);
-        z.set_remote(space, ts);
-        z.nudge();
     }
 
     fn register_name(&self, name: &Option<String>, w: NamedWeak) -> Result<(), StmError> {
@@ -272,7 +269,9 @@ impl Runtime {
         self.register_name(&opts.name, NamedWeak::Channel(Arc::downgrade(&core)))?;
         let weak: Weak<ChannelCore> = Arc::downgrade(&core);
         zone.add_container(weak);
-        Ok(Channel { core })
+        Ok(Channel {
+            flavor: Flavor::Local(core),
+        })
     }
 
     /// Creates a queue: FIFO, several items per timestamp, each delivered once.
@@ -292,7 +291,9 @@ impl Runtime {
         self.register_name(&opts.name, NamedWeak::Queue(Arc::downgrade(&core)))?;
         let weak: Weak<QueueCore> = Arc::downgrade(&core);
         zone.add_container(weak);
-        Ok(Queue { core })
+        Ok(Queue {
+            flavor: Flavor::Local(core),
+        })
     }
 
     /// Creates a register: one value, overwritten by each write.
@@ -303,7 +304,9 @@ impl Runtime {
             opts.zone,
         ));
         self.register_name(&opts.name, NamedWeak::Register(Arc::downgrade(&core)))?;
-        Ok(Register { core })
+        Ok(Register {
+            flavor: Flavor::Local(core),
+        })
     }
 
     /// Looks up a container by name.
@@ -326,6 +329,11 @@ impl Runtime {
         let mut v: Vec<String> = names.keys().cloned().collect();
         v.sort();
         v
+    }
+
+    /// Whether `other` is a handle to this same runtime.
+    pub fn same(&self, other: &Runtime) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Starts building a task.

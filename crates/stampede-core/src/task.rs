@@ -4,25 +4,27 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::connection::{InputConnection, OutputConnection};
-use crate::container::{Container, Kind};
+use crate::connection::{InputConnection, OutputConnection, Via};
+use crate::container::{Container, Flavor, LocalContainer};
 use crate::error::StmError;
 use crate::gc::{Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::pacing::{LateAction, Lateness, Pacer};
+use crate::provider::Linked;
 use crate::runtime::Runtime;
 use crate::sync::{lock, AtomicBool, AtomicI64, Mutex, Ordering};
 use crate::time::{Timestamp, ZoneId, INFINITY};
 
 /// A container that can drop a connection when its task goes away.
-pub(crate) trait Detach: Send + Sync {
+#[allow(unreachable_pub)]
+pub trait Detach: Send + Sync {
     fn detach(&self, conn: ConnId, task: &TaskInner);
     /// Wakes blocked puts so they notice their task has exited.
     fn wake_putters(&self) {}
 }
 
 /// The wake target of a put in flight elsewhere: nothing here to wake.
-struct NoWake;
+pub(crate) struct NoWake;
 
 impl Detach for NoWake {
     fn detach(&self, _: ConnId, _: &TaskInner) {}
@@ -52,7 +54,8 @@ impl TaskState {
     }
 }
 
-pub(crate) struct TaskInner {
+#[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
+pub struct TaskInner {
     pub(crate) id: TaskId,
     pub(crate) name: String,
     pub(crate) zone: Arc<Zone>,
@@ -172,6 +175,20 @@ impl TaskInner {
     pub(crate) fn unregister_conn(&self, id: ConnId) {
         let mut st = lock(&self.state);
         st.conns.retain(|(_, c)| *c != id);
+    }
+
+    /// Sets a proxy task's virtual time to the visibility of the task it acts for.
+    pub(crate) fn mirror_visibility(&self, v: Timestamp) -> Result<(), StmError> {
+        if !self.proxy {
+            return Err(StmError::InvalidArgument("not a proxy task".into()));
+        }
+        let mut st = lock(&self.state);
+        if !self.is_alive() {
+            return Err(StmError::TaskExited);
+        }
+        st.vt = v;
+        self.store_visibility(&st);
+        Ok(())
     }
 
     fn set_virtual_time(&self, v: Timestamp) -> Result<(), StmError> {
@@ -295,28 +312,26 @@ impl Task {
     }
 
     /// Attaches an input connection (rule 3: items present below visibility start consumed).
+    ///
+    /// The container may live here or be served by another address space: the connection
+    /// works the same, and its open items count in this task's visibility either way.
     pub fn attach_input<C: Container>(&self, c: &C) -> Result<InputConnection<C>, StmError> {
-        let handle = c.handle();
         let id = self.rt.next_conn();
-        let detach: Arc<dyn Detach> = match &handle.kind {
-            Kind::Channel(ch) => {
-                ch.attach_input(&self.inner, id)?;
-                ch.clone()
+        let via = match c.flavor() {
+            Flavor::Local(l) => {
+                l.attach_input(&self.inner, id)?;
+                let detach: Arc<dyn Detach> = l.clone();
+                if let Err(e) = self.inner.register_conn(Arc::downgrade(&detach), id) {
+                    l.detach(id, &self.inner);
+                    return Err(e);
+                }
+                Via::Local(l.clone())
             }
-            Kind::Queue(q) => {
-                q.attach_input(&self.inner, id)?;
-                q.clone()
-            }
-            Kind::Register(r) => {
-                r.attach_input(&self.inner, id)?;
-                r.clone()
+            Flavor::Provided(b) => {
+                Via::Provided(Linked::attach(&**b, &self.inner, &self.rt, id, true)?)
             }
         };
-        if let Err(e) = self.inner.register_conn(Arc::downgrade(&detach), id) {
-            detach.detach(id, &self.inner);
-            return Err(e);
-        }
-        Ok(InputConnection::new(c.clone(), self.inner.clone(), id))
+        Ok(InputConnection::new(c.clone(), via, self.inner.clone(), id))
     }
 
     /// Attaches an output connection. Puts go only into containers of the task's own zone.
@@ -324,17 +339,25 @@ impl Task {
         if !self.inner.is_alive() {
             return Err(StmError::TaskExited);
         }
-        let zone = c.handle().zone();
+        let zone = c.zone();
         if zone != self.zone() {
             return Err(StmError::ZoneMismatch {
                 task: self.zone(),
                 container: zone,
             });
         }
+        let id = self.rt.next_conn();
+        let via = match c.flavor() {
+            Flavor::Local(l) => Via::Local(l.clone()),
+            Flavor::Provided(b) => {
+                Via::Provided(Linked::attach(&**b, &self.inner, &self.rt, id, false)?)
+            }
+        };
         Ok(OutputConnection::new(
             c.clone(),
+            via,
             self.inner.clone(),
-            self.rt.next_conn(),
+            id,
         ))
     }
 
@@ -355,50 +378,6 @@ impl Task {
         on_late: impl FnMut(Lateness) -> LateAction + Send + 'static,
     ) -> Pacer {
         Pacer::new(period, tolerance, on_late)
-    }
-
-    /// Sets a proxy task's virtual time to the visibility of the task it acts for, so the
-    /// rule checks of its next operation use it. Fails on other tasks.
-    #[doc(hidden)]
-    pub fn mirror_visibility(&self, v: Timestamp) -> Result<(), StmError> {
-        if !self.inner.proxy {
-            return Err(StmError::InvalidArgument("not a proxy task".into()));
-        }
-        let mut st = lock(&self.inner.state);
-        if !self.inner.is_alive() {
-            return Err(StmError::TaskExited);
-        }
-        st.vt = v;
-        self.inner.store_visibility(&st);
-        Ok(())
-    }
-
-    /// Counts an item open on a connection to a container of another address space in this
-    /// task's visibility (the owner counts it in its watermark).
-    #[doc(hidden)]
-    pub fn add_remote_open(&self, zone: ZoneId, ts: Timestamp) {
-        self.inner.add_open(zone, ts);
-    }
-
-    /// Undoes one [`add_remote_open`](Task::add_remote_open).
-    #[doc(hidden)]
-    pub fn remove_remote_open(&self, zone: ZoneId, ts: Timestamp) {
-        self.inner.remove_open(zone, ts);
-    }
-
-    /// Counts a put in flight to another address space in this task's visibility and
-    /// watermark term until [`remove_remote_put`](Task::remove_remote_put).
-    #[doc(hidden)]
-    pub fn add_remote_put(&self, ts: Timestamp, container: ContainerId) {
-        let none: Weak<NoWake> = Weak::new();
-        self.inner.add_pending(ts, container, none);
-    }
-
-    /// Undoes one [`add_remote_put`](Task::add_remote_put).
-    #[doc(hidden)]
-    pub fn remove_remote_put(&self, ts: Timestamp, container: ContainerId) {
-        self.inner.remove_pending(ts, container);
-        self.inner.zone.nudge();
     }
 
     /// Ends the task: detaches every connection (queue items it held are redelivered) and
@@ -435,11 +414,9 @@ impl<'a> TaskBuilder<'a> {
         }
     }
 
-    /// Makes the task a proxy for a task of another address space (for distribution
-    /// layers): its virtual time is not a watermark term, since the other address space
-    /// reports it, and [`Task::mirror_visibility`] sets it freely.
-    #[doc(hidden)]
-    pub fn proxy(mut self) -> Self {
+    /// Makes the task a proxy for a task of another address space (see
+    /// [`provider::proxy_task`](crate::provider::proxy_task)).
+    pub(crate) fn proxy(mut self) -> Self {
         self.proxy = true;
         self
     }

@@ -590,7 +590,8 @@ fn blocking_put_completes_when_gc_frees_space() {
     ch.on_garbage({
         let freed = freed.clone();
         move |ts, _| freed.lock().unwrap().push(ts)
-    });
+    })
+    .unwrap();
     let p = rt
         .task_builder()
         .name("producer")
@@ -636,7 +637,7 @@ fn close_fails_puts_and_drains_then_reports_closed() {
     out.put(1, "1").unwrap();
     out.put(2, "2").unwrap();
     assert!(!ch.is_closed());
-    ch.close();
+    ch.close().unwrap();
     assert!(ch.is_closed());
 
     let err = out.put(3, "3").unwrap_err();
@@ -668,7 +669,7 @@ fn close_wakes_a_blocked_getter() {
     thread::scope(|s| {
         let getter = s.spawn(|| input.get_timeout(Selector::NextUnseen, LONG));
         thread::sleep(ms(20));
-        ch.close();
+        ch.close().unwrap();
         assert_eq!(getter.join().unwrap().unwrap_err(), GetError::Closed);
     });
 }
@@ -685,7 +686,7 @@ fn close_wakes_a_blocked_putter() {
     thread::scope(|s| {
         let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
         pending_put(&rt, ZoneId::DEFAULT);
-        ch.close();
+        ch.close().unwrap();
         assert_eq!(
             putter.join().unwrap().unwrap_err().kind(),
             PutErrorKind::Closed
@@ -819,7 +820,7 @@ fn task_exit_fails_a_blocked_put_at_once() {
         drop(p);
         let prompt = finished_within(&putter, Duration::from_secs(2));
         if !prompt {
-            ch.close(); // release the thread
+            ch.close().unwrap(); // release the thread
         }
         let result = putter.join().unwrap();
         assert!(prompt, "the blocked put kept waiting after its task exited");

@@ -50,7 +50,7 @@ fn correlator(s: &Setup, mode: Match) -> Correlator {
         .iter()
         .map(|c| s.sink.attach_input(c).unwrap())
         .collect();
-    Correlator::new(inputs, mode)
+    Correlator::new(inputs, mode).unwrap()
 }
 
 fn stamps(set: &Correlated) -> Vec<i64> {
@@ -196,7 +196,7 @@ fn a_closed_reference_input_ends_the_correlation() {
     let mut corr = correlator(&s, Match::Exact);
     s.outs[0].put(1, "v").unwrap();
     s.outs[1].put(1, "a").unwrap();
-    s.chans[0].close();
+    s.chans[0].close().unwrap();
     // What is left is still delivered, then Closed.
     assert_eq!(stamps(&corr.try_get().unwrap()), vec![1, 1]);
     assert_eq!(corr.try_get().unwrap_err(), GetError::Closed);
@@ -210,14 +210,14 @@ fn a_closed_partner_input_skips_what_it_can_no_longer_match() {
     s.outs[0].put(1, "v").unwrap();
     s.outs[0].put(2, "v").unwrap();
     s.outs[1].put(2, "a").unwrap();
-    s.chans[1].close();
+    s.chans[1].close().unwrap();
     let set = corr.try_get().unwrap();
     assert_eq!(stamps(&set), vec![2, 2]);
     assert_eq!(corr.skipped(), 1);
     s.outs[0].put(3, "v").unwrap();
     assert!(matches!(corr.try_get(), Err(GetError::Unavailable(_))));
     assert_eq!(corr.skipped(), 2);
-    s.chans[0].close();
+    s.chans[0].close().unwrap();
     assert_eq!(corr.try_get().unwrap_err(), GetError::Closed);
 }
 
@@ -228,7 +228,7 @@ fn closing_wakes_a_waiting_correlator() {
     thread::scope(|sc| {
         sc.spawn(|| {
             thread::sleep(ms(20));
-            s.chans[0].close();
+            s.chans[0].close().unwrap();
         });
         assert_eq!(corr.get_timeout(LONG).unwrap_err(), GetError::Closed);
     });

@@ -64,7 +64,8 @@ fn count_garbage(ch: &Channel) -> Arc<Mutex<HashMap<i64, usize>>> {
     ch.on_garbage({
         let seen = seen.clone();
         move |ts, _| *seen.lock().unwrap().entry(ts).or_insert(0) += 1
-    });
+    })
+    .unwrap();
     seen
 }
 
@@ -262,7 +263,7 @@ fn term_pending_put_names_task_and_container() {
         input.consume(5).unwrap();
         assert_eq!(rt.collect(), 3);
         assert_eq!(ch.timestamps(), vec![5]);
-        ch.close();
+        ch.close().unwrap();
         assert_eq!(
             putter.join().unwrap().unwrap_err().kind(),
             PutErrorKind::Closed
@@ -685,14 +686,16 @@ fn garbage_handlers_run_outside_the_lock_on_the_reclaiming_thread() {
             let left = ch.len() + ch.stats().items;
             log.lock().unwrap().push((ts, left, thread::current().id()));
         }
-    });
+    })
+    .unwrap();
     q.on_garbage({
         let (q, log) = (q.clone(), queue_log.clone());
         move |ts, _| {
             let left = q.len() + q.stats().held;
             log.lock().unwrap().push((ts, left, thread::current().id()));
         }
-    });
+    })
+    .unwrap();
 
     let (done, result) = mpsc::channel();
     let worker = {
@@ -724,8 +727,8 @@ fn garbage_handlers_run_outside_the_lock_on_the_reclaiming_thread() {
     assert_eq!(*chan_log.lock().unwrap(), vec![(1, 2, id), (0, 0, id)]);
     assert_eq!(*queue_log.lock().unwrap(), vec![(3, 0, id)]);
     // Break the reference cycles container -> handler -> container.
-    ch.on_garbage(|_, _| {});
-    q.on_garbage(|_, _| {});
+    ch.on_garbage(|_, _| {}).unwrap();
+    q.on_garbage(|_, _| {}).unwrap();
 }
 
 /// A queue's items are freed by their consumes, never by a pass: the zone's count of
@@ -808,7 +811,7 @@ fn each_pending_put_is_its_own_term() {
         input.consume(0).unwrap();
         freed.join().unwrap().unwrap();
         assert_eq!(pending(), vec![hold(&first)]);
-        first.close();
+        first.close().unwrap();
         assert_eq!(
             stuck.join().unwrap().unwrap_err().kind(),
             PutErrorKind::Closed
@@ -863,7 +866,8 @@ fn when_every_task_exited_explain_names_the_kept_floor_and_close_releases() {
         .unwrap();
     let freed = Arc::new(Mutex::new(Vec::new()));
     let f = freed.clone();
-    ch.on_garbage(move |ts, _| f.lock().unwrap().push(ts));
+    ch.on_garbage(move |ts, _| f.lock().unwrap().push(ts))
+        .unwrap();
     {
         let p = rt.task(0).unwrap();
         let c = rt.task(INFINITY).unwrap();
@@ -894,7 +898,7 @@ fn when_every_task_exited_explain_names_the_kept_floor_and_close_releases() {
         "{report}"
     );
 
-    ch.close();
+    ch.close().unwrap();
     assert_eq!(ch.timestamps(), vec![10, 11], "consumed items are released");
     assert_eq!(*freed.lock().unwrap(), (0..10).collect::<Vec<_>>());
     assert_eq!(ch.stats().reclaimed, 10);
@@ -930,7 +934,7 @@ fn close_keeps_items_a_present_connection_can_still_read() {
     ia.consume_until(3).unwrap();
     ib.consume(0).unwrap();
     ib.get(Selector::Exact(1)).unwrap(); // open on b
-    ch.close();
+    ch.close().unwrap();
     assert_eq!(ch.timestamps(), vec![1, 2, 3], "b consumed only 0");
     ib.consume(1).unwrap();
     assert_eq!(ch.timestamps(), vec![2, 3]);

@@ -25,7 +25,8 @@ fn callback_sees_every_put_on_the_putting_thread() {
     ch.on_arrival({
         let seen = seen.clone();
         move |ts| seen.lock().unwrap().push((ts, thread::current().id()))
-    });
+    })
+    .unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     let putter = thread::scope(|s| {
@@ -54,13 +55,15 @@ fn unsubscribe_stops_callbacks() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
     let count = Arc::new(AtomicUsize::new(0));
-    let id = ch.on_arrival({
-        let count = count.clone();
-        move |_| {
-            count.fetch_add(1, Ordering::SeqCst);
-        }
-    });
-    let other = ch.on_arrival(|_| {});
+    let id = ch
+        .on_arrival({
+            let count = count.clone();
+            move |_| {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+    let other = ch.on_arrival(|_| {}).unwrap();
     assert_ne!(id, other);
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
@@ -78,16 +81,18 @@ fn callback_runs_outside_the_channel_lock_and_sees_the_item() {
     let c = rt.task(INFINITY).unwrap();
     let input = Arc::new(c.attach_input(&ch).unwrap());
     let got = Arc::new(Mutex::new(Vec::new()));
-    let id = ch.on_arrival({
-        let (input, got) = (input.clone(), got.clone());
-        move |ts| {
-            // Would deadlock if the callback ran under the channel's lock.
-            let item = input.try_get(Selector::Exact(ts)).unwrap().1;
-            got.lock()
-                .unwrap()
-                .push((ts, item.as_str().unwrap().to_owned()));
-        }
-    });
+    let id = ch
+        .on_arrival({
+            let (input, got) = (input.clone(), got.clone());
+            move |ts| {
+                // Would deadlock if the callback ran under the channel's lock.
+                let item = input.try_get(Selector::Exact(ts)).unwrap().1;
+                got.lock()
+                    .unwrap()
+                    .push((ts, item.as_str().unwrap().to_owned()));
+            }
+        })
+        .unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     out.put(5, "five").unwrap();
@@ -104,7 +109,7 @@ fn callback_runs_outside_the_channel_lock_and_sees_the_item() {
 fn arrivals_stream_yields_timestamps_in_put_order() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let mut arrivals = ch.arrivals(16);
+    let mut arrivals = ch.arrivals(16).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     for ts in [10, 7, 12] {
@@ -123,7 +128,7 @@ fn arrivals_stream_yields_timestamps_in_put_order() {
 fn arrivals_stream_wakes_on_a_put_from_another_thread() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let mut arrivals = ch.arrivals(4);
+    let mut arrivals = ch.arrivals(4).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -136,7 +141,7 @@ fn arrivals_stream_wakes_on_a_put_from_another_thread() {
         // Watchdog: ends the stream by closing the channel if the wake-up is lost.
         s.spawn(move || {
             if stop_rx.recv_timeout(LONG).is_err() {
-                ch.close();
+                ch.close().unwrap();
             }
         });
         assert_eq!(block_on(arrivals.next()), Some(42));
@@ -148,7 +153,7 @@ fn arrivals_stream_wakes_on_a_put_from_another_thread() {
 fn overflow_drops_the_oldest_and_counts_them() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let mut arrivals = ch.arrivals(2);
+    let mut arrivals = ch.arrivals(2).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     for ts in 1..=5 {
@@ -162,7 +167,7 @@ fn overflow_drops_the_oldest_and_counts_them() {
     assert_eq!(arrivals.dropped(), 3);
 
     // A zero capacity still keeps one notification.
-    let mut tiny = ch.arrivals(0);
+    let mut tiny = ch.arrivals(0).unwrap();
     out.put(7, "x").unwrap();
     out.put(8, "x").unwrap();
     assert_eq!(block_on(tiny.next()), Some(8));
@@ -173,12 +178,12 @@ fn overflow_drops_the_oldest_and_counts_them() {
 fn stream_ends_on_close_after_the_buffered_notifications() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let mut arrivals = ch.arrivals(8);
+    let mut arrivals = ch.arrivals(8).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     out.put(1, "x").unwrap();
     out.put(2, "x").unwrap();
-    ch.close();
+    ch.close().unwrap();
     assert_eq!(block_on(arrivals.next()), Some(1));
     assert_eq!(block_on(arrivals.next()), Some(2));
     assert_eq!(arrivals.next().now_or_never(), Some(None));
@@ -190,11 +195,11 @@ fn stream_ends_on_close_after_the_buffered_notifications() {
 fn close_wakes_a_waiting_stream() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let mut arrivals = ch.arrivals(8);
+    let mut arrivals = ch.arrivals(8).unwrap();
     thread::scope(|s| {
         s.spawn(|| {
             thread::sleep(ms(20));
-            ch.close();
+            ch.close().unwrap();
         });
         assert_eq!(block_on(arrivals.next()), None);
     });
@@ -204,8 +209,8 @@ fn close_wakes_a_waiting_stream() {
 fn stream_subscribed_after_close_ends_at_once() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    ch.close();
-    let mut arrivals = ch.arrivals(8);
+    ch.close().unwrap();
+    let mut arrivals = ch.arrivals(8).unwrap();
     assert_eq!(arrivals.next().now_or_never(), Some(None));
 }
 
@@ -213,8 +218,8 @@ fn stream_subscribed_after_close_ends_at_once() {
 fn dropped_streams_do_not_disturb_puts() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
-    let kept = ch.arrivals(4);
-    drop(ch.arrivals(1));
+    let kept = ch.arrivals(4).unwrap();
+    drop(ch.arrivals(1).unwrap());
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     for ts in 0..10 {
@@ -228,11 +233,13 @@ fn queues_notify_arrivals_too() {
     let rt = Runtime::new();
     let q = rt.queue(ContainerOptions::default()).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let id = q.on_arrival({
-        let seen = seen.clone();
-        move |ts| seen.lock().unwrap().push(ts)
-    });
-    let mut arrivals = q.arrivals(8);
+    let id = q
+        .on_arrival({
+            let seen = seen.clone();
+            move |ts| seen.lock().unwrap().push(ts)
+        })
+        .unwrap();
+    let mut arrivals = q.arrivals(8).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&q).unwrap();
     out.put(4, "a").unwrap();
@@ -242,7 +249,7 @@ fn queues_notify_arrivals_too() {
     assert!(q.unsubscribe(id));
     out.put(9, "d").unwrap();
     assert_eq!(seen.lock().unwrap().len(), 3);
-    q.close();
+    q.close().unwrap();
     let all: Vec<i64> = block_on(arrivals.by_ref().collect());
     assert_eq!(all, vec![4, 4, 2, 9]);
 }
@@ -252,12 +259,14 @@ fn unsubscribing_one_subscriber_keeps_notifying_the_others() {
     let rt = Runtime::new();
     let ch = rt.channel(ContainerOptions::default()).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let gone = ch.on_arrival(|_| {});
-    let kept = ch.on_arrival({
-        let seen = seen.clone();
-        move |ts| seen.lock().unwrap().push(ts)
-    });
-    let mut arrivals = ch.arrivals(8);
+    let gone = ch.on_arrival(|_| {}).unwrap();
+    let kept = ch
+        .on_arrival({
+            let seen = seen.clone();
+            move |ts| seen.lock().unwrap().push(ts)
+        })
+        .unwrap();
+    let mut arrivals = ch.arrivals(8).unwrap();
     let p = rt.task(0).unwrap();
     let out = p.attach_output(&ch).unwrap();
     out.put(1, "x").unwrap();
@@ -270,7 +279,7 @@ fn unsubscribing_one_subscriber_keeps_notifying_the_others() {
     assert_eq!(*seen.lock().unwrap(), vec![1, 5, 3, 7]);
     assert!(ch.unsubscribe(kept));
     out.put(9, "x").unwrap();
-    ch.close();
+    ch.close().unwrap();
     let all: Vec<i64> = block_on(arrivals.by_ref().collect());
     assert_eq!(all, vec![1, 5, 3, 7, 9]);
     assert_eq!(*seen.lock().unwrap(), vec![1, 5, 3, 7]);

@@ -117,7 +117,8 @@ fn consume_frees_the_item_and_runs_the_garbage_handler_once() {
     q.on_garbage({
         let freed = freed.clone();
         move |ts, item| freed.lock().unwrap().push((ts, text(item)))
-    });
+    })
+    .unwrap();
     let p = rt.task(0).unwrap();
     let w = rt.task(INFINITY).unwrap();
     let out = p.attach_output(&q).unwrap();
@@ -404,7 +405,7 @@ fn close_fails_puts_drains_and_wakes_getters() {
             (first, second)
         });
         thread::sleep(ms(20));
-        q.close();
+        q.close().unwrap();
         let (first, second) = getter.join().unwrap();
         assert_eq!(text(&first.unwrap().item), "left over");
         assert_eq!(second.unwrap_err(), GetError::Closed);
@@ -423,7 +424,7 @@ fn close_wakes_a_blocked_putter() {
     thread::scope(|s| {
         let putter = s.spawn(|| out.put_timeout(1, "1", LONG));
         thread::sleep(ms(20));
-        q.close();
+        q.close().unwrap();
         assert_eq!(
             putter.join().unwrap().unwrap_err().kind(),
             PutErrorKind::Closed
@@ -456,7 +457,7 @@ fn task_exit_wakes_a_blocked_getter_that_holds_nothing() {
         drop(w);
         let prompt = finished_within(&getter, Duration::from_secs(2));
         if !prompt {
-            q.close(); // release the thread
+            q.close().unwrap(); // release the thread
         }
         let result = getter.join().unwrap();
         assert!(prompt, "the blocked get kept waiting after its task exited");
@@ -477,7 +478,7 @@ fn task_exit_fails_a_blocked_put_at_once() {
         drop(p);
         let prompt = finished_within(&putter, Duration::from_secs(2));
         if !prompt {
-            q.close(); // release the thread
+            q.close().unwrap(); // release the thread
         }
         let result = putter.join().unwrap();
         assert!(prompt, "the blocked put kept waiting after its task exited");

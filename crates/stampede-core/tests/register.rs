@@ -144,7 +144,7 @@ fn close_fails_writes_and_wakes_readers() {
     thread::scope(|s| {
         let reader = s.spawn(|| waiting.read_timeout(LONG));
         thread::sleep(ms(20));
-        reg.close();
+        reg.close().unwrap();
         assert_eq!(reader.join().unwrap().unwrap_err(), GetError::Closed);
     });
     assert_eq!(w.write("more").unwrap_err(), StmError::Closed);

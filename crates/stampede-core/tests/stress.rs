@@ -127,7 +127,8 @@ fn bounded_channel_multicast_with_reference_counts() {
     ch.on_garbage({
         let seen = seen.clone();
         move |ts, _| *seen.lock().unwrap().entry(ts).or_insert(0) += 1
-    });
+    })
+    .unwrap();
 
     // Consumers attach before anything is put (a task at INFINITY sees only later items).
     let consumers: Vec<_> = (0..C)
@@ -221,7 +222,8 @@ fn bounded_channel_reclaimed_by_the_watermark() {
     ch.on_garbage({
         let seen = seen.clone();
         move |ts, _| *seen.lock().unwrap().entry(ts).or_insert(0) += 1
-    });
+    })
+    .unwrap();
     // Keeps the zone collectable after the workers exit.
     let keeper = rt.task(INFINITY).unwrap();
     let max_len = Arc::new(AtomicUsize::new(0));
@@ -320,7 +322,8 @@ fn queue_with_several_workers_and_failures() {
     q.on_garbage({
         let freed = freed.clone();
         move |_, item| *freed.lock().unwrap().entry(key(item)).or_insert(0) += 1
-    });
+    })
+    .unwrap();
     let consumed = Arc::new(AtomicUsize::new(0));
     let crashes = Arc::new(AtomicUsize::new(0));
 
@@ -476,7 +479,7 @@ fn pipeline_with_a_skipping_tracker() {
                 Err(e) => panic!("tracker: {e}"),
             }
         }
-        tracks_handle.close();
+        tracks_handle.close().unwrap();
         drop(tracker_task);
         (gotten, last)
     });
@@ -489,7 +492,7 @@ fn pipeline_with_a_skipping_tracker() {
         assert!(frames.len() <= 4);
         digitizer.set_virtual_time(n + 1).unwrap();
     }
-    frames.close();
+    frames.close().unwrap();
     let (gotten, last) = tracker.join().unwrap();
     let delivered = sink.join().unwrap();
     assert_eq!(last, N - 1, "the newest frame is never skipped");
