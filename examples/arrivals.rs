@@ -8,8 +8,8 @@ use stampede::{ContainerOptions, Runtime, Selector, StmError, INFINITY};
 fn main() -> Result<(), StmError> {
     let rt = Runtime::new();
     let events = rt.channel(ContainerOptions::default().name("sensor/events"))?;
-    events.on_arrival(|ts| println!("callback: item {ts} arrived"));
-    let mut stream = events.arrivals(64);
+    events.on_arrival(|ts| println!("callback: item {ts} arrived"))?;
+    let mut stream = events.arrivals(64)?;
 
     let sensor = rt.spawn(0, {
         let events = events.clone();
@@ -20,7 +20,7 @@ fn main() -> Result<(), StmError> {
                     .map_err(|_| StmError::Closed)?;
                 task.set_virtual_time(ts + 1)?;
             }
-            events.close();
+            events.close()?;
             Ok(())
         }
     })?;

@@ -16,7 +16,7 @@ fn main() -> Result<(), StmError> {
     let mut corr = Correlator::new(
         vec![fusion.attach_input(&video)?, fusion.attach_input(&audio)?],
         Match::Within(2),
-    );
+    )?;
 
     let src = rt.task(0)?;
     let (v, a) = (src.attach_output(&video)?, src.attach_output(&audio)?);
@@ -29,8 +29,8 @@ fn main() -> Result<(), StmError> {
                 .map_err(|_| StmError::Closed)?;
         }
     }
-    video.close();
-    audio.close();
+    video.close()?;
+    audio.close()?;
 
     while let Ok(set) = corr.get() {
         let names: Vec<_> = set

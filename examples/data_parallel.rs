@@ -106,7 +106,7 @@ fn main() -> Result<(), StmError> {
     }
     splitter.join().expect("splitter")?;
     joiner.join().expect("joiner")?;
-    work.close();
+    work.close()?;
     for (w, h) in pool.into_iter().enumerate() {
         println!("worker {w} processed {} chunks", h.join().expect("worker")?);
     }

@@ -72,7 +72,7 @@ fn main() -> Result<(), StmError> {
                     task.set_virtual_time(n)?;
                 }
             }
-            frames.close();
+            frames.close()?;
             Ok(skipped)
         }
     })?;
@@ -92,7 +92,7 @@ fn main() -> Result<(), StmError> {
                 input.consume_until(ts)?;
                 n += 1;
             }
-            tracks.close();
+            tracks.close()?;
             Ok(n)
         }
     })?;

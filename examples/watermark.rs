@@ -18,7 +18,7 @@ fn main() -> Result<(), StmError> {
         move |_, _| {
             freed.fetch_add(1, Ordering::Relaxed);
         }
-    });
+    })?;
 
     let camera = rt.task_builder().name("camera").virtual_time(0).create()?;
     let viewer = rt.task_builder().name("viewer").create()?; // vt = INFINITY

@@ -77,6 +77,9 @@ typedef enum {
   STP_TOO_MANY_CONNECTIONS = 22,
   // No item with this ticket is held on this connection.
   STP_UNKNOWN_TICKET = 23,
+  // The operation is not available on this container where it lives (a local-only hook
+  // on a container served by another address space).
+  STP_UNSUPPORTED = 27,
   // An internal error was caught at the boundary; the message says where.
   STP_INTERNAL = 99,
 } stp_status;

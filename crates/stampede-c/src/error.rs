@@ -60,6 +60,9 @@ pub enum stp_status {
     STP_TOO_MANY_CONNECTIONS = 22,
     /// No item with this ticket is held on this connection.
     STP_UNKNOWN_TICKET = 23,
+    /// The operation is not available on this container where it lives (a local-only hook
+    /// on a container served by another address space).
+    STP_UNSUPPORTED = 27,
     /// An internal error was caught at the boundary; the message says where.
     STP_INTERNAL = 99,
 }
@@ -145,6 +148,7 @@ fn status(code: ErrorCode) -> stp_status {
         ErrorCode::ZoneMismatch => STP_ZONE_MISMATCH,
         ErrorCode::TooManyConnections => STP_TOO_MANY_CONNECTIONS,
         ErrorCode::UnknownTicket => STP_UNKNOWN_TICKET,
+        ErrorCode::Unsupported => STP_UNSUPPORTED,
         // `Internal`, `Interrupted` (C callers pass no interrupt check) and codes newer
         // than this table.
         _ => STP_INTERNAL,
@@ -332,7 +336,7 @@ pub extern "C" fn stp_last_neighbors() -> stp_neighbors {
 #[no_mangle]
 pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
     use stp_status::*;
-    const ALL: [stp_status; 25] = [
+    const ALL: [stp_status; 26] = [
         STP_OK,
         STP_INVALID_ARGUMENT,
         STP_FULL,
@@ -357,6 +361,7 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH,
         STP_TOO_MANY_CONNECTIONS,
         STP_UNKNOWN_TICKET,
+        STP_UNSUPPORTED,
         STP_INTERNAL,
     ];
     let Some(status) = ALL.into_iter().find(|s| *s as i32 == status) else {
@@ -387,6 +392,7 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH => c"STP_ZONE_MISMATCH",
         STP_TOO_MANY_CONNECTIONS => c"STP_TOO_MANY_CONNECTIONS",
         STP_UNKNOWN_TICKET => c"STP_UNKNOWN_TICKET",
+        STP_UNSUPPORTED => c"STP_UNSUPPORTED",
         STP_INTERNAL => c"STP_INTERNAL",
     };
     s.as_ptr()

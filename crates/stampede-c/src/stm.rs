@@ -5,7 +5,9 @@
 
 use std::ffi::c_char;
 
-use stampede_core::{self as core, ContainerOptions, PutOptions, Selector, Wait, ZoneId};
+use stampede_core::{
+    self as core, Container as _, ContainerOptions, PutOptions, Selector, Wait, ZoneId,
+};
 use stampede_net as net;
 
 use crate::error::{
@@ -76,7 +78,7 @@ fn options(name: Option<&str>, capacity: usize, zone: u32) -> ContainerOptions {
 
 /// Containers share their constructor, lookup, close and free; the handles differ in type.
 pub(crate) trait Handle: Sized {
-    type Net: net::Container + Closable;
+    type Net: core::Container;
     const KIND: &'static str;
     fn wrap(c: Self::Net) -> Self;
     fn net(&self) -> &Self::Net;
@@ -146,65 +148,42 @@ unsafe fn close_container<H: Handle>(c: *const H) -> stp_status {
     })
 }
 
-/// Closing, which each container type has as its own method.
-pub(crate) trait Closable {
-    fn close(&self) -> std::result::Result<(), core::StmError>;
-}
-
-impl Closable for net::Channel {
-    fn close(&self) -> std::result::Result<(), core::StmError> {
-        net::Channel::close(self)
-    }
-}
-
-impl Closable for net::Queue {
-    fn close(&self) -> std::result::Result<(), core::StmError> {
-        net::Queue::close(self)
-    }
-}
-
-impl Closable for net::Register {
-    fn close(&self) -> std::result::Result<(), core::StmError> {
-        net::Register::close(self)
-    }
-}
-
 /// A channel: time-indexed items, here or in another address space.
 #[allow(non_camel_case_types)]
 pub struct stp_channel {
-    c: net::Channel,
+    c: core::Channel,
 }
 
 /// A queue: items each taken by one getter, here or in another address space.
 #[allow(non_camel_case_types)]
 pub struct stp_queue {
-    c: net::Queue,
+    c: core::Queue,
 }
 
 /// A register: one current value, here or in another address space.
 #[allow(non_camel_case_types)]
 pub struct stp_register {
-    c: net::Register,
+    c: core::Register,
 }
 
 impl Handle for stp_channel {
-    type Net = net::Channel;
+    type Net = core::Channel;
     const KIND: &'static str = "channel";
-    fn wrap(c: net::Channel) -> Self {
+    fn wrap(c: core::Channel) -> Self {
         stp_channel { c }
     }
-    fn net(&self) -> &net::Channel {
+    fn net(&self) -> &core::Channel {
         &self.c
     }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Channel> {
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Channel> {
         Ok(match rt.space() {
             Some(s) => s.channel(opts)?,
-            None => rt.core().channel(opts)?.into(),
+            None => rt.core().channel(opts)?,
         })
     }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Channel>> {
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Channel>> {
         match rt.lookup(name) {
-            Some(core::Named::Channel(c)) => Ok(Some(c.into())),
+            Some(core::Named::Channel(c)) => Ok(Some(c)),
             other => wrong_kind(name, other),
         }
     }
@@ -212,55 +191,29 @@ impl Handle for stp_channel {
         s: &net::Space,
         name: &str,
         timeout: std::time::Duration,
-    ) -> Result<net::Channel> {
+    ) -> Result<core::Channel> {
         Ok(s.lookup_channel(name, timeout)?)
     }
 }
 
 impl Handle for stp_queue {
-    type Net = net::Queue;
+    type Net = core::Queue;
     const KIND: &'static str = "queue";
-    fn wrap(c: net::Queue) -> Self {
+    fn wrap(c: core::Queue) -> Self {
         stp_queue { c }
     }
-    fn net(&self) -> &net::Queue {
+    fn net(&self) -> &core::Queue {
         &self.c
     }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Queue> {
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Queue> {
         Ok(match rt.space() {
             Some(s) => s.queue(opts)?,
-            None => rt.core().queue(opts)?.into(),
+            None => rt.core().queue(opts)?,
         })
     }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Queue>> {
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Queue>> {
         match rt.lookup(name) {
-            Some(core::Named::Queue(q)) => Ok(Some(q.into())),
-            other => wrong_kind(name, other),
-        }
-    }
-    fn find_remote(s: &net::Space, name: &str, timeout: std::time::Duration) -> Result<net::Queue> {
-        Ok(s.lookup_queue(name, timeout)?)
-    }
-}
-
-impl Handle for stp_register {
-    type Net = net::Register;
-    const KIND: &'static str = "register";
-    fn wrap(c: net::Register) -> Self {
-        stp_register { c }
-    }
-    fn net(&self) -> &net::Register {
-        &self.c
-    }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<net::Register> {
-        Ok(match rt.space() {
-            Some(s) => s.register_container(opts)?,
-            None => rt.core().register(opts)?.into(),
-        })
-    }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<net::Register>> {
-        match rt.lookup(name) {
-            Some(core::Named::Register(r)) => Ok(Some(r.into())),
+            Some(core::Named::Queue(q)) => Ok(Some(q)),
             other => wrong_kind(name, other),
         }
     }
@@ -268,7 +221,37 @@ impl Handle for stp_register {
         s: &net::Space,
         name: &str,
         timeout: std::time::Duration,
-    ) -> Result<net::Register> {
+    ) -> Result<core::Queue> {
+        Ok(s.lookup_queue(name, timeout)?)
+    }
+}
+
+impl Handle for stp_register {
+    type Net = core::Register;
+    const KIND: &'static str = "register";
+    fn wrap(c: core::Register) -> Self {
+        stp_register { c }
+    }
+    fn net(&self) -> &core::Register {
+        &self.c
+    }
+    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Register> {
+        Ok(match rt.space() {
+            Some(s) => s.register_container(opts)?,
+            None => rt.core().register(opts)?,
+        })
+    }
+    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Register>> {
+        match rt.lookup(name) {
+            Some(core::Named::Register(r)) => Ok(Some(r)),
+            other => wrong_kind(name, other),
+        }
+    }
+    fn find_remote(
+        s: &net::Space,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Result<core::Register> {
         Ok(s.lookup_register(name, timeout)?)
     }
 }
@@ -439,7 +422,7 @@ pub unsafe extern "C" fn stp_register_free(c: *mut stp_register) {
 /// belong to it.
 #[allow(non_camel_case_types)]
 pub struct stp_task {
-    t: net::Task,
+    t: core::Task,
 }
 
 /// A new root task at virtual time `vt` in the default zone (see `stp_task_new_in`).
@@ -477,7 +460,7 @@ pub unsafe extern "C" fn stp_task_new_in(
         let (rt, name) = unsafe { (handle(rt, "rt")?, opt_text(name, "name")?) };
         need_out(out, "out")?;
         let zone = ZoneId(zone);
-        let create = |vt| -> std::result::Result<net::Task, Error> {
+        let create = |vt| -> std::result::Result<core::Task, Error> {
             Ok(match rt.space() {
                 Some(s) => s.task_in(vt, zone, name)?,
                 None => {
@@ -485,7 +468,7 @@ pub unsafe extern "C" fn stp_task_new_in(
                     if let Some(n) = name {
                         b = b.name(n);
                     }
-                    net::Task::from_core(b.create()?)
+                    b.create()?
                 }
             })
         };
@@ -525,7 +508,7 @@ pub unsafe extern "C" fn stp_task_child(
         // SAFETY: forwarded contract.
         let task = unsafe { handle(task, "task") }?;
         need_out(out, "out")?;
-        let t = task.t.child(vt)?;
+        let t = task.t.child().virtual_time(vt).create()?;
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(stp_task { t }), "out") }
     })
@@ -583,7 +566,7 @@ unsafe fn attach<H: Handle, C>(
     task: *const stp_task,
     container: *const H,
     out: *mut *mut C,
-    connect: impl FnOnce(&net::Task, &H::Net) -> std::result::Result<C, core::StmError>,
+    connect: impl FnOnce(&core::Task, &H::Net) -> std::result::Result<C, core::StmError>,
 ) -> stp_status {
     guard(|| {
         // SAFETY: forwarded contract.
@@ -598,7 +581,7 @@ unsafe fn attach<H: Handle, C>(
 /// An input connection to a channel.
 #[allow(non_camel_case_types)]
 pub struct stp_channel_in {
-    c: net::InputConnection<net::Channel>,
+    c: core::InputConnection<core::Channel>,
 }
 
 /// Attaches an input connection of `task` to a channel.
@@ -632,7 +615,7 @@ pub unsafe extern "C" fn stp_channel_in_free(conn: *mut stp_channel_in) {
 /// An output connection to a channel.
 #[allow(non_camel_case_types)]
 pub struct stp_channel_out {
-    c: net::OutputConnection<net::Channel>,
+    c: core::OutputConnection<core::Channel>,
 }
 
 /// Attaches an output connection of `task` to a channel.
@@ -666,7 +649,7 @@ pub unsafe extern "C" fn stp_channel_out_free(conn: *mut stp_channel_out) {
 /// An input connection to a queue.
 #[allow(non_camel_case_types)]
 pub struct stp_queue_in {
-    c: net::InputConnection<net::Queue>,
+    c: core::InputConnection<core::Queue>,
 }
 
 /// Attaches an input connection of `task` to a queue.
@@ -700,7 +683,7 @@ pub unsafe extern "C" fn stp_queue_in_free(conn: *mut stp_queue_in) {
 /// An output connection to a queue.
 #[allow(non_camel_case_types)]
 pub struct stp_queue_out {
-    c: net::OutputConnection<net::Queue>,
+    c: core::OutputConnection<core::Queue>,
 }
 
 /// Attaches an output connection of `task` to a queue.
@@ -734,7 +717,7 @@ pub unsafe extern "C" fn stp_queue_out_free(conn: *mut stp_queue_out) {
 /// An input connection to a register.
 #[allow(non_camel_case_types)]
 pub struct stp_register_in {
-    c: net::InputConnection<net::Register>,
+    c: core::InputConnection<core::Register>,
 }
 
 /// Attaches an input connection of `task` to a register.
@@ -768,7 +751,7 @@ pub unsafe extern "C" fn stp_register_in_free(conn: *mut stp_register_in) {
 /// An output connection to a register.
 #[allow(non_camel_case_types)]
 pub struct stp_register_out {
-    c: net::OutputConnection<net::Register>,
+    c: core::OutputConnection<core::Register>,
 }
 
 /// Attaches an output connection of `task` to a register.

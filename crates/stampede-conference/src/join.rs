@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use stampede_core::Task;
 use stampede_core::{Timestamp, ZoneId};
-use stampede_net::{Config, NetError, Space, Task};
+use stampede_net::{Config, NetError, Space};
 
 use crate::error::ConferenceError;
 use crate::protocol::{DEFAULT_APP, DEFAULT_ENDPOINT};

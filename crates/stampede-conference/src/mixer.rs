@@ -33,12 +33,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use stampede_core::{Channel, InputConnection, OutputConnection, Register, Task};
 use stampede_core::{
     ContainerOptions, DType, GetError, Item, NdArray, Selector, StmError, Timestamp, INFINITY,
 };
-use stampede_net::{
-    Channel, InputConnection, Kind, NameEvent, NameRecord, OutputConnection, Register, Space, Task,
-};
+use stampede_net::{Kind, NameEvent, NameRecord, Space};
 
 use crate::error::ConferenceError;
 use crate::frame::{compose, FrameSize, Tile, HEADER_LEN};

@@ -4,11 +4,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use stampede_core::{Channel, InputConnection, Task};
 use stampede_core::{
     ContainerOptions, DType, GetError, LateAction, NdArray, Pacer, Selector, StmError, Timestamp,
     INFINITY,
 };
-use stampede_net::{Channel, InputConnection, NetError, Space, Task};
+use stampede_net::{NetError, Space};
 
 use crate::error::{joined, ConferenceError};
 use crate::frame::{frame_item, FrameSize};

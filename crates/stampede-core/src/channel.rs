@@ -1022,10 +1022,13 @@ impl Channel {
         self.flavor.name()
     }
     /// The capacity, if bounded. A channel served by another address space (see
-    /// [`Container::owner`](crate::Container::owner)) stores nothing here: it reports `None`
-    /// here and in the other inspection methods below (no items, zero counters).
+    /// [`Container::owner`](crate::Container::owner)) stores nothing here: the inspection
+    /// methods below report no items and zero counters for it.
     pub fn capacity(&self) -> Option<usize> {
-        self.local().and_then(|c| c.capacity)
+        match &self.flavor {
+            Flavor::Local(c) => c.capacity,
+            Flavor::Provided(b) => b.capacity(),
+        }
     }
     /// Number of items stored now.
     pub fn len(&self) -> usize {

@@ -164,11 +164,25 @@ pub trait Container: sealed::Sealed + Clone + Send + Sync + 'static {
     fn is_local(&self) -> bool {
         matches!(self.flavor(), Flavor::Local(_))
     }
+    /// Closes the container wherever it lives (see each kind's `close`).
+    fn close(&self) -> Result<(), StmError>;
 }
 
-impl Container for Channel {}
-impl Container for Queue {}
-impl Container for Register {}
+impl Container for Channel {
+    fn close(&self) -> Result<(), StmError> {
+        Channel::close(self)
+    }
+}
+impl Container for Queue {
+    fn close(&self) -> Result<(), StmError> {
+        Queue::close(self)
+    }
+}
+impl Container for Register {
+    fn close(&self) -> Result<(), StmError> {
+        Register::close(self)
+    }
+}
 
 /// A container found by name.
 #[derive(Clone, Debug)]

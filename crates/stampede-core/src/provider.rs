@@ -105,6 +105,10 @@ pub trait Backend: Send + Sync + 'static {
     fn name(&self) -> Option<&str>;
     /// Who serves it (an address space's id).
     fn owner(&self) -> &str;
+    /// Its capacity, if bounded and known.
+    fn capacity(&self) -> Option<usize> {
+        None
+    }
     /// Closes the container where it lives.
     fn close(&self) -> Result<(), StmError>;
     /// Attaches `task` for getting (`input`) or putting. The core has checked that the task

@@ -435,10 +435,13 @@ impl Queue {
         self.flavor.name()
     }
     /// The capacity (of waiting items), if bounded. A queue served by another address space
-    /// (see [`Container::owner`](crate::Container::owner)) stores nothing here: it reports
-    /// `None` here and in the other inspection methods below (no items, zero counters).
+    /// (see [`Container::owner`](crate::Container::owner)) stores nothing here: the
+    /// inspection methods below report no items and zero counters for it.
     pub fn capacity(&self) -> Option<usize> {
-        self.local().and_then(|c| c.capacity)
+        match &self.flavor {
+            Flavor::Local(c) => c.capacity,
+            Flavor::Provided(b) => b.capacity(),
+        }
     }
     /// Items waiting to be gotten.
     pub fn len(&self) -> usize {

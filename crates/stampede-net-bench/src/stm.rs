@@ -27,8 +27,9 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use stampede_core::{Channel, InputConnection, OutputConnection, Task};
 use stampede_core::{ContainerOptions, GetError, Item, Selector, Timestamp, ZoneId, INFINITY};
-use stampede_net::{Channel, InputConnection, OutputConnection, Space, Task};
+use stampede_net::Space;
 
 use crate::child::{self, ChildArgs, ChildProcess, Role, IO_TIMEOUT, STARTUP_TIMEOUT};
 use crate::stats::Throughput;
@@ -390,10 +391,7 @@ impl Side {
             .map_err(BenchError::stampede(format!("attaching to {other}")))?;
         Ok(Side {
             task,
-            own: channel
-                .as_local()
-                .expect("a channel created here is owned here")
-                .clone(),
+            own: channel.clone(),
             input,
             output,
         })
@@ -487,15 +485,14 @@ impl Reclaims {
         let seen = Arc::new(Mutex::new(HashMap::new()));
         let record = seen.clone();
         channel
-            .as_local()
-            .expect("a channel created here is owned here")
             .on_garbage(move |ts, _| {
                 let now = now_ns();
                 record
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(ts, now);
-            });
+            })
+            .expect("a channel created here is owned here");
         Reclaims(seen)
     }
 

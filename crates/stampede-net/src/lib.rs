@@ -37,16 +37,15 @@
     unreachable_pub
 )]
 
-mod api;
 mod config;
 mod endpoint;
 mod error;
+mod remote;
 mod server;
 mod space;
 pub mod wire;
 mod zbytes;
 
-pub use api::{Channel, Container, InputConnection, OutputConnection, Queue, Register, Task};
 pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
 pub use endpoint::validate_endpoint;
 pub use error::NetError;

@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
+use stampede_core::provider;
 use stampede_core::{
     Container as _, GetError, InputConnection, Item, OutputConnection, PutError, PutOptions,
-    StmError, Wait, ZoneId, INFINITY,
+    StmError, Wait, ZoneId,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
@@ -152,15 +153,12 @@ fn surrogate(sh: &Shared, t: &TaskRef, create: bool) -> Result<Arc<Surrogate>, R
             "no such connection here (detached, or the session expired)",
         ));
     }
-    let task = sh
-        .rt
-        .task_builder()
-        .name(format!("{}/task-{}", t.space, t.task))
-        .zone(ZoneId(t.zone))
-        .virtual_time(INFINITY)
-        .proxy()
-        .create()
-        .map_err(|e| stm_error(&e))?;
+    let task = provider::proxy_task(
+        &sh.rt,
+        format!("{}/task-{}", t.space, t.task),
+        ZoneId(t.zone),
+    )
+    .map_err(|e| stm_error(&e))?;
     let x = Arc::new(Surrogate {
         task,
         conns: Mutex::default(),
@@ -208,7 +206,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             let s = surrogate(sh, task, true)?;
             let t = &s.task;
             let e = |e: StmError| stm_error(&e);
-            t.mirror_visibility(*vis).map_err(e)?;
+            provider::mirror_visibility(t, *vis).map_err(e)?;
             let c = match (owned, *input) {
                 (Owned::Channel(c), true) => {
                     // Hooked first, so every item put once the connection exists is pushed.
@@ -246,7 +244,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             item,
         } => {
             let (s, c) = conn(sh, task, *id)?;
-            s.task.mirror_visibility(*vis).map_err(|e| stm_error(&e))?;
+            provider::mirror_visibility(&s.task, *vis).map_err(|e| stm_error(&e))?;
             let it = Item::from_wire(item.tag, item.data.clone());
             let mut opts = PutOptions::default().wait(wait);
             if *consumers > 0 {
@@ -358,7 +356,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     format!("no container #{container} here"),
                 )
             })?;
-            owned.close();
+            owned.close().map_err(|e| stm_error(&e))?;
             Ok(Reply::Ok)
         }
         Request::Explain { zone } => {

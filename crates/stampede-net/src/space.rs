@@ -6,16 +6,20 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use stampede_core::{Container as _, ContainerOptions, Item, Runtime, Timestamp, ZoneId, INFINITY};
+use stampede_core::{
+    Channel, Container as _, ContainerOptions, Item, Queue, Register, Runtime, Task, Timestamp,
+    ZoneId, INFINITY,
+};
 use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait as _};
 
-use crate::api::{Channel, Queue, Register, Task};
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
+use crate::remote;
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
+use stampede_core::provider;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -38,7 +42,7 @@ impl Owned {
         }
     }
 
-    pub(crate) fn close(&self) {
+    pub(crate) fn close(&self) -> Result<(), stampede_core::StmError> {
         match self {
             Owned::Channel(c) => c.close(),
             Owned::Queue(c) => c.close(),
@@ -83,6 +87,9 @@ pub(crate) struct Shared {
     pub(crate) owned: Mutex<HashMap<u64, (Owned, Option<String>)>>,
     pub(crate) names: Mutex<HashMap<String, (NameRecord, zenoh::liveliness::LivelinessToken)>>,
     pub(crate) surrogates: Mutex<HashMap<(String, u64, u32), Arc<server::Surrogate>>>,
+    /// Connections of this space's tasks to other spaces' containers, by task, zone and
+    /// owner: the owner keeps a proxy of the task while any is open.
+    pub(crate) links: Mutex<HashMap<(u64, u32, String), usize>>,
     /// Address spaces seen alive, and those seen leaving: requests from them are refused.
     pub(crate) live: Mutex<HashSet<String>>,
     pub(crate) dead: Mutex<HashSet<String>>,
@@ -169,7 +176,7 @@ impl Shared {
         };
         drop(gone);
         for z in self.rt.zones() {
-            self.rt.set_remote_term(z, space, None);
+            provider::set_external_term(&self.rt, z, space, None);
         }
         lock(&self.cache).items.retain(|k, _| k.0 != space);
     }
@@ -188,7 +195,7 @@ impl Shared {
         }
         for &(z, m) in marks {
             let m = (m != INFINITY).then_some(m);
-            self.rt.set_remote_term(ZoneId(z), space, m);
+            provider::set_external_term(&self.rt, ZoneId(z), space, m);
         }
     }
 
@@ -224,12 +231,17 @@ impl Shared {
         }
         let tx = self.push_tx.clone();
         let skipped = self.counters.push_skipped.clone();
-        ch.on_arrival(move |ts| {
+        let hooked = ch.on_arrival(move |ts| {
             // The putting thread never waits for the network.
             if tx.try_send((container, ts)).is_err() {
                 skipped.fetch_add(1, Ordering::Relaxed);
             }
         });
+        if let Err(e) = hooked {
+            // Owned channels live here, so this does not happen; readers then fetch items.
+            lock(&self.pushing).remove(&container);
+            tracing::warn!(container, "items of this channel are not pushed: {e}");
+        }
     }
 
     /// Sends each new item to the current readers of its channel.
@@ -424,6 +436,7 @@ impl Space {
             owned: Mutex::default(),
             names: Mutex::default(),
             surrogates: Mutex::default(),
+            links: Mutex::default(),
             live: Mutex::default(),
             dead: Mutex::default(),
             marks: Mutex::default(),
@@ -779,7 +792,8 @@ impl Space {
             };
             if let Err(e) = self.register(rec) {
                 lock(&self.sh.owned).remove(&id);
-                owned.close();
+                // Never announced, so nobody can have attached: closing it here cannot fail.
+                let _ = owned.close();
                 return Err(e);
             }
         }
@@ -800,7 +814,7 @@ impl Space {
         match self.own(Kind::Channel, &opts, meta, |rt| {
             rt.channel(opts.clone()).map(Owned::Channel)
         })? {
-            Owned::Channel(c) => Ok(Channel::local(c)),
+            Owned::Channel(c) => Ok(c),
             _ => unreachable!("made a channel"),
         }
     }
@@ -810,7 +824,7 @@ impl Space {
         match self.own(Kind::Queue, &opts, "", |rt| {
             rt.queue(opts.clone()).map(Owned::Queue)
         })? {
-            Owned::Queue(c) => Ok(Queue::local(c)),
+            Owned::Queue(c) => Ok(c),
             _ => unreachable!("made a queue"),
         }
     }
@@ -820,7 +834,7 @@ impl Space {
         match self.own(Kind::Register, &opts, "", |rt| {
             rt.register(opts.clone()).map(Owned::Register)
         })? {
-            Owned::Register(c) => Ok(Register::local(c)),
+            Owned::Register(c) => Ok(c),
             _ => unreachable!("made a register"),
         }
     }
@@ -932,10 +946,10 @@ impl Space {
         let r = self.find(name, Kind::Channel, timeout)?;
         if r.space == self.sh.id {
             if let Some(Owned::Channel(c)) = self.sh.owned(r.container) {
-                return Ok(Channel::local(c));
+                return Ok(c);
             }
         }
-        Ok(Channel::remote(self.sh.clone(), r))
+        Ok(remote::channel(self.sh.clone(), r))
     }
 
     /// The queue called `name`, wherever it lives, waiting up to `timeout` for it.
@@ -943,10 +957,10 @@ impl Space {
         let r = self.find(name, Kind::Queue, timeout)?;
         if r.space == self.sh.id {
             if let Some(Owned::Queue(c)) = self.sh.owned(r.container) {
-                return Ok(Queue::local(c));
+                return Ok(c);
             }
         }
-        Ok(Queue::remote(self.sh.clone(), r))
+        Ok(remote::queue(self.sh.clone(), r))
     }
 
     /// The register called `name`, wherever it lives, waiting up to `timeout` for it.
@@ -954,10 +968,10 @@ impl Space {
         let r = self.find(name, Kind::Register, timeout)?;
         if r.space == self.sh.id {
             if let Some(Owned::Register(c)) = self.sh.owned(r.container) {
-                return Ok(Register::local(c));
+                return Ok(c);
             }
         }
-        Ok(Register::remote(self.sh.clone(), r))
+        Ok(remote::register(self.sh.clone(), r))
     }
 
     /// A root task at virtual time `vt` in the default zone.
@@ -983,7 +997,7 @@ impl Space {
         let mark = self.sh.rt.local_mark(zone);
         lock(&self.sh.marks).insert(zone.0, mark);
         self.sh.publish_marks();
-        Ok(Task::new(Some(self.sh.clone()), t))
+        Ok(t)
     }
 
     /// What holds `zone`'s watermark in every live address space, this one first; a space
@@ -995,7 +1009,7 @@ impl Space {
         }];
         for s in self.spaces() {
             if s != self.sh.id {
-                let r = crate::api::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 });
+                let r = remote::call(&self.sh, &s, &wire::Request::Explain { zone: zone.0 });
                 let report = match r {
                     Ok(wire::Reply::Explain {
                         local,

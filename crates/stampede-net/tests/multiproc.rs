@@ -7,8 +7,16 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::{app, eventually, free_port, Proc};
-use stampede_core::{ContainerOptions, GetError, PutErrorKind, Selector, StmError, INFINITY};
+use stampede_core::{
+    Container, ContainerOptions, GetError, PutErrorKind, Selector, StmError, INFINITY,
+};
 use stampede_net::{Config, NetError, Space};
+
+/// The container, checked to live in this address space.
+fn local<C: Container>(c: &C) -> &C {
+    assert!(c.is_local(), "expected a container owned here");
+    c
+}
 
 const T: Duration = Duration::from_secs(20);
 
@@ -136,7 +144,7 @@ fn child_entry() {
             let t = space.task(0).unwrap();
             let out = t.attach_output(&ch).unwrap();
             println!("READY");
-            let local = ch.as_local().unwrap();
+            let local = local(&ch);
             while local.stats().connections == 0 {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -207,7 +215,7 @@ fn producer_and_consumer_in_other_processes() {
     );
     producer.finish(T);
     // Both are gone: their terms are released and everything is reclaimed.
-    let ch = frames.as_local().unwrap().clone();
+    let ch = local(&frames).clone();
     assert!(
         eventually(T, || {
             space.runtime().collect();
@@ -244,7 +252,7 @@ fn killed_holder_releases_gc_and_queue_items() {
     let report = space.runtime().explain(Default::default());
     assert_eq!(report.watermark, 0, "{report}");
     assert!(report.to_string().contains("task-"), "{report}");
-    assert_eq!(frames.as_local().unwrap().len(), 5);
+    assert_eq!(local(&frames).len(), 5);
 
     let killed = Instant::now();
     holder.kill9();
@@ -264,7 +272,7 @@ fn killed_holder_releases_gc_and_queue_items() {
         qin.consume(t).unwrap();
     }
     // The channel's items are reclaimed once the connection is released.
-    let ch = frames.as_local().unwrap().clone();
+    let ch = local(&frames).clone();
     assert!(eventually(T, || {
         space.runtime().collect();
         ch.is_empty()
@@ -301,7 +309,7 @@ fn killed_client_releases_its_session() {
     assert!(lines.iter().any(|l| l == "DONE"), "{lines:?}");
     assert!(eventually(T, || space.stats().spaces_lost >= 1));
     assert!(eventually(T, || space.spaces().len() < sessions));
-    let ch = frames.as_local().unwrap().clone();
+    let ch = local(&frames).clone();
     assert!(
         eventually(T, || {
             space.runtime().collect();
@@ -385,7 +393,7 @@ fn queue_jobs_spread_over_several_processes() {
     taken.sort_unstable();
     let want: Vec<i64> = (0..n).chain(1000..1000 + n).collect();
     assert_eq!(taken, want, "every job exactly once");
-    let q = jobs.as_local().unwrap().clone();
+    let q = local(&jobs).clone();
     assert!(eventually(T, || {
         space.runtime().collect();
         q.is_empty()
@@ -430,7 +438,7 @@ fn killed_producer_loses_no_acknowledged_item() {
     assert!(
         eventually(T, || {
             space.runtime().collect();
-            frames.as_local().unwrap().is_empty()
+            local(&frames).is_empty()
         }),
         "{}",
         space.runtime().explain(Default::default())
@@ -761,7 +769,7 @@ fn a_late_joiner_collects() {
     }
     t.set_virtual_time(INFINITY).unwrap();
     slow.set_virtual_time(INFINITY).unwrap();
-    let local = ch.as_local().unwrap().clone();
+    let local = local(&ch).clone();
     assert!(
         eventually(T, || {
             late.runtime().collect();

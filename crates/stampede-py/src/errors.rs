@@ -116,6 +116,7 @@ fn class(code: ErrorCode) -> Exc {
         ErrorCode::UnknownTicket => Exc::UnknownTicket,
         ErrorCode::InvalidTimestamp => Exc::InvalidTimestamp,
         ErrorCode::ZeroConsumers => Exc::ZeroConsumers,
+        ErrorCode::Unsupported => Exc::NotLocal,
         _ => Exc::StampedeError,
     }
 }

@@ -317,7 +317,9 @@ impl Correlator {
             conns.push(i.get().take_local(py)?);
         }
         Ok(Correlator {
-            inner: Arc::new(Mutex::new(Some(core::Correlator::new(conns, mode)))),
+            inner: Arc::new(Mutex::new(Some(
+                core::Correlator::new(conns, mode).map_err(|e| errors::stm_error(py, e))?,
+            ))),
         })
     }
 

@@ -219,13 +219,6 @@ fn waiting_lookup<T: Send>(
     }
 }
 
-/// The capacity the name server holds for a remote container (`None` when unbounded or
-/// when the name went meanwhile).
-fn registered_capacity(space: &net::Space, name: &str, owner: Option<&str>) -> Option<usize> {
-    let r = space.lookup(name)?;
-    (Some(r.space.as_str()) == owner && r.capacity > 0).then_some(r.capacity as usize)
-}
-
 fn mode(py: Python<'_>, m: &str) -> PyResult<Mode> {
     match m {
         "peer" => Ok(Mode::Peer),
@@ -441,11 +434,7 @@ impl Space {
     ) -> PyResult<Channel> {
         let s = self.get(py)?;
         let ch = waiting_lookup(py, timeout, |t| s.lookup_channel(name, t))?;
-        if ch.as_local().is_some() {
-            return Ok(Channel::wrap(ch));
-        }
-        let cap = py.detach(|| registered_capacity(&s, name, ch.owner()));
-        Ok(Channel::remote(ch, cap))
+        Ok(Channel::wrap(ch))
     }
 
     /// The queue called ``name``, wherever it lives (see ``lookup_channel``).
@@ -453,11 +442,7 @@ impl Space {
     fn lookup_queue(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Queue> {
         let s = self.get(py)?;
         let q = waiting_lookup(py, timeout, |t| s.lookup_queue(name, t))?;
-        if q.as_local().is_some() {
-            return Ok(Queue::wrap(q));
-        }
-        let cap = py.detach(|| registered_capacity(&s, name, q.owner()));
-        Ok(Queue::remote(q, cap))
+        Ok(Queue::wrap(q))
     }
 
     /// The register called ``name``, wherever it lives (see ``lookup_channel``).
@@ -509,7 +494,7 @@ impl Space {
         let t = py
             .detach(|| s.task_in(vt, z, name.as_deref()))
             .map_err(|e| errors::net_error(py, e))?;
-        Ok(Task::wrap(t))
+        Ok(Task::wrap(t, Some(s)))
     }
 
     /// Starts ``target(task, *args)`` on a new thread with a new task of this space (virtual

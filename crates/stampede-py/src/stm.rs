@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -319,7 +319,7 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Channel(ch.clone()));
         }
-        Ok(Channel::wrap(ch.into()))
+        Ok(Channel::wrap(ch))
     }
 
     /// Creates a queue: FIFO items, each delivered to exactly one getter.
@@ -339,7 +339,7 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Queue(q.clone()));
         }
-        Ok(Queue::wrap(q.into()))
+        Ok(Queue::wrap(q))
     }
 
     /// Creates a register: one overwritable value.
@@ -353,18 +353,16 @@ impl Runtime {
         if named {
             lock(&self.named).push(core::Named::Register(r.clone()));
         }
-        Ok(Register { reg: r.into() })
+        Ok(Register { reg: r })
     }
 
     /// The live container registered under ``name``, or ``None``.
     fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
         Ok(match self.rt.lookup(name) {
             None => None,
-            Some(core::Named::Channel(c)) => Some(Py::new(py, Channel::wrap(c.into()))?.into_any()),
-            Some(core::Named::Queue(q)) => Some(Py::new(py, Queue::wrap(q.into()))?.into_any()),
-            Some(core::Named::Register(r)) => {
-                Some(Py::new(py, Register { reg: r.into() })?.into_any())
-            }
+            Some(core::Named::Channel(c)) => Some(Py::new(py, Channel::wrap(c))?.into_any()),
+            Some(core::Named::Queue(q)) => Some(Py::new(py, Queue::wrap(q))?.into_any()),
+            Some(core::Named::Register(r)) => Some(Py::new(py, Register { reg: r })?.into_any()),
             Some(_) => None,
         })
     }
@@ -392,7 +390,7 @@ impl Runtime {
             b = b.name(n);
         }
         let t = b.create().map_err(|e| errors::stm_error(py, e))?;
-        Ok(Task::wrap(net::Task::from_core(t)))
+        Ok(Task::wrap(t, None))
     }
 
     /// Starts ``target(task, *args)`` on a new thread with a new task (virtual time ``vt``);
@@ -476,39 +474,26 @@ impl Runtime {
 /// other address spaces.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Task {
-    task: Mutex<Option<Arc<net::Task>>>,
-    // Connections to other address spaces' containers hold the task at their owners until
-    // they go, so `exit` takes them.
-    remote: Mutex<Vec<Weak<dyn Release>>>,
+    task: Mutex<Option<Arc<core::Task>>>,
+    /// The address space the task was made in, for named children.
+    space: Option<net::Space>,
     id: u64,
     name: String,
     zone: u32,
 }
 
-/// A connection slot that a task's exit empties.
-trait Release: Send + Sync {
-    fn release(&self) -> Option<Box<dyn Send>>;
-}
-
-impl<T: Send + Sync + 'static> Release for Mutex<Option<Arc<T>>> {
-    fn release(&self) -> Option<Box<dyn Send>> {
-        lock(self).take().map(|c| Box::new(c) as Box<dyn Send>)
-    }
-}
-
 impl Task {
-    pub(crate) fn wrap(t: net::Task) -> Task {
-        let c = t.core();
+    pub(crate) fn wrap(t: core::Task, space: Option<net::Space>) -> Task {
         Task {
-            id: c.id().0,
-            name: c.name().to_owned(),
-            zone: c.zone().0,
-            remote: Mutex::new(Vec::new()),
+            id: t.id().0,
+            name: t.name().to_owned(),
+            zone: t.zone().0,
+            space,
             task: Mutex::new(Some(Arc::new(t))),
         }
     }
 
-    fn get(&self, py: Python<'_>) -> PyResult<Arc<net::Task>> {
+    fn get(&self, py: Python<'_>) -> PyResult<Arc<core::Task>> {
         lock(&self.task).clone().ok_or_else(|| {
             errors::raise(
                 py,
@@ -518,28 +503,15 @@ impl Task {
         })
     }
 
-    /// Wraps a new connection; a remote one is released when the task exits.
-    fn connect<T: Linked + Send + Sync + 'static>(&self, link: T) -> Conn<T> {
-        let remote = link.conn_id().is_none();
-        let conn = Conn::new(link);
-        if remote {
-            let slot: Arc<dyn Release> = conn.inner.clone();
-            let mut r = lock(&self.remote);
-            r.retain(|w| w.strong_count() > 0);
-            r.push(Arc::downgrade(&slot));
-        }
-        conn
-    }
-
     /// A child in an address space with a name: stampede-net names no children, so this
     /// checks rule 2 as the core does and creates the task in the space.
     fn named_child_in_space(
         py: Python<'_>,
-        t: &net::Task,
+        t: &core::Task,
         space: &net::Space,
         vt: Timestamp,
         name: &str,
-    ) -> PyResult<net::Task> {
+    ) -> PyResult<core::Task> {
         let visibility = t.visibility();
         if vt < visibility {
             return Err(errors::stm_error(
@@ -550,7 +522,7 @@ impl Task {
                 },
             ));
         }
-        let zone = t.core().zone();
+        let zone = t.zone();
         py.detach(|| space.task_in(vt, zone, Some(name)))
             .map_err(|e| errors::net_error(py, e))
     }
@@ -559,23 +531,21 @@ impl Task {
 impl Drop for Task {
     fn drop(&mut self) {
         if let Some(t) = lock(&self.task).take() {
-            if t.space().is_some() {
+            if self.space.is_some() {
                 drop_detached(t);
             }
         }
     }
 }
 
-/// Attaches `task` to `container`: the core's connection for a container of this address
-/// space, stampede-net's (a round trip to the owner, without the GIL) for another's.
-macro_rules! attach {
-    ($py:expr, $task:expr, $container:expr, $how:ident) => {{
-        let (task, container) = (&$task, $container);
-        match container.as_local() {
-            Some(l) => task.core().$how(l).map(Link::Local),
-            None => $py.detach(|| task.$how(container)).map(Link::Remote),
-        }
-    }};
+/// Runs `f` at once when `local`, else without the GIL: an operation on a container of
+/// another address space is a round trip to its owner.
+fn run<R: Send>(py: Python<'_>, local: bool, f: impl FnOnce() -> R + Send) -> R {
+    if local {
+        f()
+    } else {
+        py.detach(f)
+    }
 }
 
 #[pymethods]
@@ -627,11 +597,11 @@ impl Task {
         let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
-            let link = attach!(py, t, &c.get().ch, attach_input).map_err(stm)?;
+            let link = Conn::new(py, &t, &c.get().ch, core::Task::attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 ChannelInput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     channel: c.clone().unbind(),
                 },
@@ -639,11 +609,11 @@ impl Task {
             .into_any());
         }
         if let Ok(q) = container.cast::<Queue>() {
-            let link = attach!(py, t, &q.get().q, attach_input).map_err(stm)?;
+            let link = Conn::new(py, &t, &q.get().q, core::Task::attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 QueueInput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     queue: q.clone().unbind(),
                 },
@@ -651,11 +621,11 @@ impl Task {
             .into_any());
         }
         if let Ok(r) = container.cast::<Register>() {
-            let link = attach!(py, t, &r.get().reg, attach_input).map_err(stm)?;
+            let link = Conn::new(py, &t, &r.get().reg, core::Task::attach_input).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 RegisterInput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     register: r.clone().unbind(),
                 },
@@ -676,12 +646,12 @@ impl Task {
         let task = || slf.clone().unbind();
         let stm = |e| errors::stm_error(py, e);
         if let Ok(c) = container.cast::<Channel>() {
-            let link = attach!(py, t, &c.get().ch, attach_output).map_err(stm)?;
+            let link = Conn::new(py, &t, &c.get().ch, core::Task::attach_output).map_err(stm)?;
             let bounded = c.get().capacity().is_some();
             return Ok(Py::new(
                 py,
                 ChannelOutput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     channel: c.clone().unbind(),
                     bounded,
@@ -690,11 +660,11 @@ impl Task {
             .into_any());
         }
         if let Ok(q) = container.cast::<Queue>() {
-            let link = attach!(py, t, &q.get().q, attach_output).map_err(stm)?;
+            let link = Conn::new(py, &t, &q.get().q, core::Task::attach_output).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 QueueOutput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     queue: q.clone().unbind(),
                 },
@@ -702,11 +672,11 @@ impl Task {
             .into_any());
         }
         if let Ok(r) = container.cast::<Register>() {
-            let link = attach!(py, t, &r.get().reg, attach_output).map_err(stm)?;
+            let link = Conn::new(py, &t, &r.get().reg, core::Task::attach_output).map_err(stm)?;
             return Ok(Py::new(
                 py,
                 RegisterOutput {
-                    conn: me.connect(link),
+                    conn: link,
                     task: task(),
                     register: r.clone().unbind(),
                 },
@@ -725,20 +695,21 @@ impl Task {
     fn child(&self, py: Python<'_>, vt: Option<Timestamp>, name: Option<String>) -> PyResult<Task> {
         let t = self.get(py)?;
         let vt = vt.unwrap_or(INFINITY);
-        let child = match (t.space(), name) {
-            (None, name) => {
-                let mut b = t.core().child().virtual_time(vt);
+        let child = match (&self.space, name) {
+            (Some(space), Some(n)) => {
+                let c = Self::named_child_in_space(py, &t, space, vt, &n)?;
+                return Ok(Task::wrap(c, self.space.clone()));
+            }
+            (_, name) => {
+                let mut b = t.child().virtual_time(vt);
                 if let Some(n) = name {
                     b = b.name(n);
                 }
-                b.create().map(net::Task::from_core)
-            }
-            (Some(_), None) => t.child(vt),
-            (Some(space), Some(n)) => {
-                return Self::named_child_in_space(py, &t, &space, vt, &n).map(Task::wrap)
+                b.create()
             }
         };
-        Ok(Task::wrap(child.map_err(|e| errors::stm_error(py, e))?))
+        let child = child.map_err(|e| errors::stm_error(py, e))?;
+        Ok(Task::wrap(child, self.space.clone()))
     }
 
     /// A pacer ticking every ``period`` seconds (see ``Pacer``).
@@ -756,14 +727,7 @@ impl Task {
     /// Exits: the task's connections detach, and it no longer holds the watermark.
     fn exit(&self, py: Python<'_>) {
         let t = lock(&self.task).take();
-        let remote: Vec<_> = std::mem::take(&mut *lock(&self.remote))
-            .into_iter()
-            .filter_map(|w| w.upgrade()?.release())
-            .collect();
-        py.detach(|| {
-            drop(remote);
-            drop(t);
-        });
+        py.detach(|| drop(t));
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -785,65 +749,42 @@ impl Task {
     }
 }
 
-/// A connection: the core's to a container of this address space (the correlator takes it
-/// by value), or stampede-net's to a container of another one.
-pub(crate) enum Link<L, R> {
-    Local(L),
-    Remote(R),
-}
-
-type ChannelIn = Link<InputConnection<core::Channel>, net::InputConnection<net::Channel>>;
-type ChannelOut = Link<OutputConnection<core::Channel>, net::OutputConnection<net::Channel>>;
-type QueueIn = Link<InputConnection<core::Queue>, net::InputConnection<net::Queue>>;
-type QueueOut = Link<OutputConnection<core::Queue>, net::OutputConnection<net::Queue>>;
-type RegisterIn = Link<InputConnection<core::Register>, net::InputConnection<net::Register>>;
-type RegisterOut = Link<OutputConnection<core::Register>, net::OutputConnection<net::Register>>;
-
-/// Runs `$e` with `$c` bound to the link's connection: at once for a local one, without the
-/// GIL for a remote one (a round trip to the owner).
-macro_rules! on_link {
-    ($py:expr, $link:expr, $c:ident => $e:expr) => {
-        match $link {
-            Link::Local($c) => $e,
-            Link::Remote($c) => $py.detach(|| $e),
-        }
-    };
-}
-
-/// What the binding needs of a connection beyond its operations.
-pub(crate) trait Linked {
-    /// The id of a local connection; `None` for a remote one (its id lives at the owner).
-    fn conn_id(&self) -> Option<u64>;
-}
-impl<C: Container, R> Linked for Link<InputConnection<C>, R> {
-    fn conn_id(&self) -> Option<u64> {
-        match self {
-            Link::Local(c) => Some(c.id().0),
-            Link::Remote(_) => None,
-        }
-    }
-}
-impl<C: Container, R> Linked for Link<OutputConnection<C>, R> {
-    fn conn_id(&self) -> Option<u64> {
-        match self {
-            Link::Local(c) => Some(c.id().0),
-            Link::Remote(_) => None,
-        }
-    }
-}
+type ChannelIn = InputConnection<core::Channel>;
+type ChannelOut = OutputConnection<core::Channel>;
+type QueueIn = InputConnection<core::Queue>;
+type QueueOut = OutputConnection<core::Queue>;
+type RegisterIn = InputConnection<core::Register>;
+type RegisterOut = OutputConnection<core::Register>;
 
 /// A connection that Python can detach while other threads use it.
 pub(crate) struct Conn<T: Send + Sync + 'static> {
     inner: Arc<Mutex<Option<Arc<T>>>>,
+    /// The id of a connection to a container here; `None` for another address space's
+    /// container (its id lives at the owner).
     id: Option<u64>,
+    /// Whether the container lives here: its operations then run with the GIL held.
+    local: bool,
 }
 
-impl<T: Linked + Send + Sync + 'static> Conn<T> {
-    fn new(c: T) -> Self {
-        Conn {
-            id: c.conn_id(),
+impl<T: Send + Sync + 'static> Conn<T> {
+    /// Attaches `task` to `container` with `attach` (without the GIL when the container
+    /// lives in another address space).
+    fn new<C: Container>(
+        py: Python<'_>,
+        task: &core::Task,
+        container: &C,
+        attach: impl FnOnce(&core::Task, &C) -> Result<T, core::StmError> + Send,
+    ) -> Result<Self, core::StmError>
+    where
+        T: HasId,
+    {
+        let local = container.is_local();
+        let c = run(py, local, || attach(task, container))?;
+        Ok(Conn {
+            id: local.then(|| c.conn_id()),
+            local,
             inner: Arc::new(Mutex::new(Some(Arc::new(c)))),
-        }
+        })
     }
 
     pub(crate) fn get(&self, py: Python<'_>) -> PyResult<Arc<T>> {
@@ -879,10 +820,25 @@ impl<T: Linked + Send + Sync + 'static> Conn<T> {
 impl<T: Send + Sync + 'static> Drop for Conn<T> {
     fn drop(&mut self) {
         if let Some(c) = lock(&self.inner).take() {
-            if self.id.is_none() {
+            if !self.local {
                 drop_detached(c);
             }
         }
+    }
+}
+
+/// A connection's id.
+pub(crate) trait HasId {
+    fn conn_id(&self) -> u64;
+}
+impl<C: Container> HasId for InputConnection<C> {
+    fn conn_id(&self) -> u64 {
+        self.id().0
+    }
+}
+impl<C: Container> HasId for OutputConnection<C> {
+    fn conn_id(&self) -> u64 {
+        self.id().0
     }
 }
 
@@ -981,41 +937,34 @@ pub(crate) enum Selector {
 /// and raise ``NotLocal`` elsewhere.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Channel {
-    pub(crate) ch: net::Channel,
-    // A remote channel's capacity, as registered in the name server.
-    remote_capacity: Option<usize>,
+    pub(crate) ch: core::Channel,
     subs: Subscriptions,
 }
 
 impl Channel {
-    pub(crate) fn wrap(ch: net::Channel) -> Self {
-        Channel::remote(ch, None)
-    }
-
-    pub(crate) fn remote(ch: net::Channel, capacity: Option<usize>) -> Self {
+    pub(crate) fn wrap(ch: core::Channel) -> Self {
         Channel {
             ch,
-            remote_capacity: capacity,
             subs: Subscriptions::default(),
         }
     }
 
     fn capacity(&self) -> Option<usize> {
-        match self.ch.as_local() {
-            Some(c) => c.capacity(),
-            None => self.remote_capacity,
-        }
+        self.ch.capacity()
     }
 
     fn local(&self, py: Python<'_>, what: &str) -> PyResult<&core::Channel> {
-        self.ch
-            .as_local()
-            .ok_or_else(|| errors::not_local(py, what, self.ch.owner()))
+        as_local(&self.ch).ok_or_else(|| errors::not_local(py, what, self.ch.owner()))
     }
 }
 
+/// The container, if it lives in this address space.
+fn as_local<C: Container>(c: &C) -> Option<&C> {
+    c.is_local().then_some(c)
+}
+
 /// A container's name as Python writes it.
-fn py_name(name: Option<String>) -> String {
+fn py_name(name: Option<&str>) -> String {
     name.map_or_else(|| "None".to_owned(), |n| format!("{n:?}"))
 }
 
@@ -1095,7 +1044,7 @@ impl Channel {
     /// The registered name, if any.
     #[getter]
     fn name(&self) -> Option<String> {
-        self.ch.name()
+        self.ch.name().map(str::to_owned)
     }
     /// The address space that owns the channel; ``None`` for this one.
     #[getter]
@@ -1148,7 +1097,8 @@ impl Channel {
     /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item.
     fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
         let ch = self.local(py, "on_garbage()")?;
-        ch.on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+        ch.on_garbage(garbage_handler(callable(handler, "a garbage handler")?))
+            .map_err(|e| errors::stm_error(py, e))?;
         Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item; returns an id for
@@ -1156,12 +1106,15 @@ impl Channel {
     fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
         let ch = self.local(py, "on_arrival()")?;
         let cb = callable(callback, "an arrival callback")?;
-        Ok(self.subs.add(ch.on_arrival(arrival_callback(cb))))
+        let id = ch
+            .on_arrival(arrival_callback(cb))
+            .map_err(|e| errors::stm_error(py, e))?;
+        Ok(self.subs.add(id))
     }
 
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        match self.ch.as_local() {
+        match as_local(&self.ch) {
             Some(ch) => self
                 .subs
                 .remove(subscription)
@@ -1173,11 +1126,14 @@ impl Channel {
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
         let ch = self.local(py, "arrivals()")?;
-        wrap_arrivals(py, ch.arrivals(check_capacity(py, capacity)?))
+        let a = ch
+            .arrivals(check_capacity(py, capacity)?)
+            .map_err(|e| errors::stm_error(py, e))?;
+        wrap_arrivals(py, a)
     }
     fn __repr__(&self) -> String {
         let name = py_name(self.ch.name());
-        match self.ch.as_local() {
+        match as_local(&self.ch) {
             Some(c) => format!("Channel(name={name}, items={})", c.len()),
             None => format!(
                 "Channel(name={name}, owner={:?})",
@@ -1193,29 +1149,20 @@ impl Channel {
 /// counters, callbacks and arrival streams are the owner's and raise ``NotLocal`` elsewhere.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Queue {
-    pub(crate) q: net::Queue,
-    // A remote queue's capacity, as registered in the name server.
-    remote_capacity: Option<usize>,
+    pub(crate) q: core::Queue,
     subs: Subscriptions,
 }
 
 impl Queue {
-    pub(crate) fn wrap(q: net::Queue) -> Self {
-        Queue::remote(q, None)
-    }
-
-    pub(crate) fn remote(q: net::Queue, capacity: Option<usize>) -> Self {
+    pub(crate) fn wrap(q: core::Queue) -> Self {
         Queue {
             q,
-            remote_capacity: capacity,
             subs: Subscriptions::default(),
         }
     }
 
     fn local(&self, py: Python<'_>, what: &str) -> PyResult<&core::Queue> {
-        self.q
-            .as_local()
-            .ok_or_else(|| errors::not_local(py, what, self.q.owner()))
+        as_local(&self.q).ok_or_else(|| errors::not_local(py, what, self.q.owner()))
     }
 }
 
@@ -1224,7 +1171,7 @@ impl Queue {
     /// The registered name, if any.
     #[getter]
     fn name(&self) -> Option<String> {
-        self.q.name()
+        self.q.name().map(str::to_owned)
     }
     /// The address space that owns the queue; ``None`` for this one.
     #[getter]
@@ -1234,10 +1181,7 @@ impl Queue {
     /// The capacity of a bounded queue; ``None`` when unbounded.
     #[getter]
     fn capacity(&self) -> Option<usize> {
-        match self.q.as_local() {
-            Some(q) => q.capacity(),
-            None => self.remote_capacity,
-        }
+        self.q.capacity()
     }
     /// The queue's time zone.
     #[getter]
@@ -1268,18 +1212,22 @@ impl Queue {
     /// Calls ``handler(ts, value)`` for every reclaimed item.
     fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
         let q = self.local(py, "on_garbage()")?;
-        q.on_garbage(garbage_handler(callable(handler, "a garbage handler")?));
+        q.on_garbage(garbage_handler(callable(handler, "a garbage handler")?))
+            .map_err(|e| errors::stm_error(py, e))?;
         Ok(())
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item.
     fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
         let q = self.local(py, "on_arrival()")?;
         let cb = callable(callback, "an arrival callback")?;
-        Ok(self.subs.add(q.on_arrival(arrival_callback(cb))))
+        let id = q
+            .on_arrival(arrival_callback(cb))
+            .map_err(|e| errors::stm_error(py, e))?;
+        Ok(self.subs.add(id))
     }
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        match self.q.as_local() {
+        match as_local(&self.q) {
             Some(q) => self
                 .subs
                 .remove(subscription)
@@ -1291,11 +1239,14 @@ impl Queue {
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
         let q = self.local(py, "arrivals()")?;
-        wrap_arrivals(py, q.arrivals(check_capacity(py, capacity)?))
+        let a = q
+            .arrivals(check_capacity(py, capacity)?)
+            .map_err(|e| errors::stm_error(py, e))?;
+        wrap_arrivals(py, a)
     }
     fn __repr__(&self) -> String {
         let name = py_name(self.q.name());
-        match self.q.as_local() {
+        match as_local(&self.q) {
             Some(q) => format!("Queue(name={name}, waiting={})", q.len()),
             None => format!(
                 "Queue(name={name}, owner={:?})",
@@ -1308,7 +1259,7 @@ impl Queue {
 /// A single overwritable value, of this address space or of another one.
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Register {
-    pub(crate) reg: net::Register,
+    pub(crate) reg: core::Register,
 }
 
 #[pymethods]
@@ -1316,7 +1267,7 @@ impl Register {
     /// The registered name, if any.
     #[getter]
     fn name(&self) -> Option<String> {
-        self.reg.name()
+        self.reg.name().map(str::to_owned)
     }
     /// The address space that owns the register; ``None`` for this one.
     #[getter]
@@ -1333,7 +1284,8 @@ impl Register {
     fn peek(&self, py: Python<'_>) -> PyResult<Option<(u64, Py<PyAny>)>> {
         let reg = self
             .reg
-            .as_local()
+            .is_local()
+            .then_some(&self.reg)
             .ok_or_else(|| errors::not_local(py, "peek()", self.reg.owner()))?;
         match reg.peek() {
             None => Ok(None),
@@ -1400,10 +1352,11 @@ impl ChannelOutput {
         let opts = opts.wait(whole_wait(deadline));
         let signals = Signals::default();
         let stop = || signals.pending();
-        let r = match &*conn {
-            Link::Local(c) if !self.bounded => c.put_with(ts, it, opts.wait(Wait::Never)),
-            Link::Local(c) => py.detach(|| c.put_interruptible(ts, it, opts, &stop)),
-            Link::Remote(c) => py.detach(|| c.put_interruptible(ts, it, opts, &stop)),
+        let c = &*conn;
+        let r = if self.conn.local && !self.bounded {
+            c.put_with(ts, it, opts.wait(Wait::Never))
+        } else {
+            py.detach(|| c.put_interruptible(ts, it, opts, &stop))
         };
         r.map_err(|e| signals.put_error(py, e, item))
     }
@@ -1420,8 +1373,11 @@ impl ChannelOutput {
         let opts = put_options(py, consumers)?.wait(Wait::Never);
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        on_link!(py, &*conn, c => c.put_with(ts, it, opts))
-            .map_err(|e| errors::put_error(py, e, item))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.put_with(ts, it, opts))
+        }
+        .map_err(|e| errors::put_error(py, e, item))
     }
 }
 
@@ -1440,17 +1396,16 @@ impl ChannelInput {
     /// another thread uses it.
     pub(crate) fn take_local(&self, py: Python<'_>) -> PyResult<InputConnection<core::Channel>> {
         self.check_local(py)?;
-        match self.conn.take(py)? {
-            Link::Local(c) => Ok(c),
-            Link::Remote(_) => Err(self.remote_error(py)),
-        }
+        self.conn.take(py)
     }
 
     /// Fails with ``NotLocal`` for a connection to another address space's channel.
     pub(crate) fn check_local(&self, py: Python<'_>) -> PyResult<()> {
-        match &*self.conn.get(py)? {
-            Link::Local(_) => Ok(()),
-            Link::Remote(_) => Err(self.remote_error(py)),
+        self.conn.get(py)?;
+        if self.conn.local {
+            Ok(())
+        } else {
+            Err(self.remote_error(py))
         }
     }
 
@@ -1485,14 +1440,12 @@ impl ChannelInput {
         let sel = self::selector(selector)?;
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match &*conn {
-            Link::Local(c) => match c.try_get(sel) {
-                Err(GetError::Unavailable(_)) => {
-                    blocking(py, deadline, |w| c.get_with(sel, w), is_timeout)?
-                }
-                r => r,
-            },
-            Link::Remote(c) => blocking(py, deadline, |w| c.get_with(sel, w), is_timeout)?,
+        let c = &*conn;
+        let r = match self.conn.local.then(|| c.try_get(sel)) {
+            None | Some(Err(GetError::Unavailable(_))) => {
+                blocking(py, deadline, |w| c.get_with(sel, w), is_timeout)?
+            }
+            Some(r) => r,
         };
         match r {
             Ok((ts, item)) => item_pair(py, ts, &item),
@@ -1505,7 +1458,8 @@ impl ChannelInput {
     fn try_get(&self, py: Python<'_>, selector: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let sel = self::selector(selector)?;
         let conn = self.conn.get(py)?;
-        match on_link!(py, &*conn, c => c.try_get(sel)) {
+        let c = &*conn;
+        match run(py, self.conn.local, || c.try_get(sel)) {
             Ok((ts, item)) => item_pair(py, ts, &item),
             Err(e) => Err(errors::get_error(py, e)),
         }
@@ -1514,13 +1468,21 @@ impl ChannelInput {
     /// Marks the item at ``ts`` consumed on this connection.
     fn consume(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
         let conn = self.conn.get(py)?;
-        on_link!(py, &*conn, c => c.consume(ts)).map_err(|e| errors::stm_error(py, e))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.consume(ts))
+        }
+        .map_err(|e| errors::stm_error(py, e))
     }
 
     /// Marks every item at or below ``ts`` consumed, including ones not put yet.
     fn consume_until(&self, py: Python<'_>, ts: Timestamp) -> PyResult<()> {
         let conn = self.conn.get(py)?;
-        on_link!(py, &*conn, c => c.consume_until(ts)).map_err(|e| errors::stm_error(py, e))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.consume_until(ts))
+        }
+        .map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1576,18 +1538,19 @@ impl QueueOutput {
         let wait = whole_wait(deadline);
         let signals = Signals::default();
         let stop = || signals.pending();
-        py.detach(|| match &*conn {
-            Link::Local(c) => c.put_interruptible(ts, it, wait, &stop),
-            Link::Remote(c) => c.put_interruptible(ts, it, wait, &stop),
-        })
-        .map_err(|e| signals.put_error(py, e, item))
+        py.detach(|| conn.put_interruptible(ts, it, wait, &stop))
+            .map_err(|e| signals.put_error(py, e, item))
     }
 
     /// Appends without waiting; a full queue raises ``Full``.
     fn try_put(&self, py: Python<'_>, ts: Timestamp, item: &Bound<'_, PyAny>) -> PyResult<u64> {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        on_link!(py, &*conn, c => c.try_put(ts, it)).map_err(|e| errors::put_error(py, e, item))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.try_put(ts, it))
+        }
+        .map_err(|e| errors::put_error(py, e, item))
     }
 }
 
@@ -1624,14 +1587,12 @@ impl QueueInput {
     fn get(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<QueueItem> {
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match &*conn {
-            Link::Local(c) => match c.try_get() {
-                Err(GetError::Unavailable(_)) => {
-                    blocking(py, deadline, |w| c.get_with(w), is_timeout)?
-                }
-                r => r,
-            },
-            Link::Remote(c) => blocking(py, deadline, |w| c.get_with(w), is_timeout)?,
+        let c = &*conn;
+        let r = match self.conn.local.then(|| c.try_get()) {
+            None | Some(Err(GetError::Unavailable(_))) => {
+                blocking(py, deadline, |w| c.get_with(w), is_timeout)?
+            }
+            Some(r) => r,
         };
         match r {
             Ok(qi) => queue_item(py, qi),
@@ -1642,7 +1603,8 @@ impl QueueInput {
     /// Takes the oldest waiting item without waiting; raises ``Unavailable`` if none.
     fn try_get(&self, py: Python<'_>) -> PyResult<QueueItem> {
         let conn = self.conn.get(py)?;
-        match on_link!(py, &*conn, c => c.try_get()) {
+        let c = &*conn;
+        match run(py, self.conn.local, || c.try_get()) {
             Ok(qi) => queue_item(py, qi),
             Err(e) => Err(errors::get_error(py, e)),
         }
@@ -1651,7 +1613,11 @@ impl QueueInput {
     /// Consumes the item with ``ticket``.
     fn consume(&self, py: Python<'_>, ticket: u64) -> PyResult<()> {
         let conn = self.conn.get(py)?;
-        on_link!(py, &*conn, c => c.consume(ticket)).map_err(|e| errors::stm_error(py, e))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.consume(ticket))
+        }
+        .map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1676,7 +1642,11 @@ impl RegisterOutput {
     fn write(&self, py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<u64> {
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
-        on_link!(py, &*conn, c => c.write(it)).map_err(|e| errors::stm_error(py, e))
+        {
+            let c = &*conn;
+            run(py, self.conn.local, || c.write(it))
+        }
+        .map_err(|e| errors::stm_error(py, e))
     }
 }
 
@@ -1703,14 +1673,12 @@ impl RegisterInput {
     fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<(u64, Py<PyAny>)> {
         let deadline = deadline(py, timeout)?;
         let conn = self.conn.get(py)?;
-        let r = match &*conn {
-            Link::Local(c) => match c.try_read() {
-                Err(GetError::Unavailable(_)) => {
-                    blocking(py, deadline, |w| c.read_with(w), is_timeout)?
-                }
-                r => r,
-            },
-            Link::Remote(c) => blocking(py, deadline, |w| c.read_with(w), is_timeout)?,
+        let c = &*conn;
+        let r = match self.conn.local.then(|| c.try_read()) {
+            None | Some(Err(GetError::Unavailable(_))) => {
+                blocking(py, deadline, |w| c.read_with(w), is_timeout)?
+            }
+            Some(r) => r,
         };
         match r {
             Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
@@ -1720,7 +1688,8 @@ impl RegisterInput {
     /// ``(sequence, value)`` of a newer write without waiting; ``Unavailable`` if none.
     fn try_read(&self, py: Python<'_>) -> PyResult<(u64, Py<PyAny>)> {
         let conn = self.conn.get(py)?;
-        match on_link!(py, &*conn, c => c.try_read()) {
+        let c = &*conn;
+        match run(py, self.conn.local, || c.try_read()) {
             Ok((seq, item)) => Ok((seq, items::to_python(py, &item)?)),
             Err(e) => Err(errors::get_error(py, e)),
         }

@@ -1,0 +1,534 @@
+//! The remote flavor of the core's containers: a container of another address space,
+//! served through the core's provider interface. Every operation is a request to the
+//! owner, which runs it on a proxy of the requesting task (see `server`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stampede_core::provider::{self, Backend, Consume, Got, Link, Put, TaskRef as CoreTask};
+use stampede_core::{
+    Channel, ContainerId, ErrorCode as Code, Figures, GetError, Item, Neighbors, PutError,
+    PutErrorKind, Queue, Register, Selector, StmError, Timestamp, Wait, ZoneId,
+};
+use zenoh::Wait as _;
+
+use crate::error::zenoh_text;
+use crate::space::{lock, Shared};
+use crate::wire::{self, ErrorCode, Kind, NameRecord, Reply, Request, TaskRef, WireItem};
+use crate::zbytes;
+
+/// How long a get waits for an item its owner said was pushed before fetching it.
+const PUSH_WAIT: Duration = Duration::from_millis(50);
+
+/// Sends `req` to `owner` and waits for its answer, failing when the owner is known to have
+/// left or does not answer within the configured timeout.
+pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, String> {
+    let fail = |why: String| {
+        tracing::warn!("{why}");
+        sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
+        Err(why)
+    };
+    if sh.is_dead(owner) {
+        return fail(format!("address space {owner} has left"));
+    }
+    let limit = sh.cfg.op_timeout + sh.cfg.wait_slice;
+    let payload = zbytes::from_encoded(wire::encode_request(req));
+    let replies = match sh
+        .session
+        .get(sh.key("op", owner))
+        .payload(payload)
+        .timeout(limit)
+        .consolidation(zenoh::query::ConsolidationMode::None)
+        .wait()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(format!("request to {owner} not sent: {}", zenoh_text(&e))),
+    };
+    let start = Instant::now();
+    loop {
+        match replies.recv_timeout(Duration::from_millis(50)) {
+            Ok(Some(r)) => {
+                return match r.result() {
+                    Ok(s) => match wire::decode_reply(zbytes::to_bytes(s.payload())) {
+                        Ok(r) => Ok(r),
+                        Err(e) => fail(format!("malformed reply from {owner}: {e}")),
+                    },
+                    Err(e) => fail(format!(
+                        "error from {owner}: {}",
+                        String::from_utf8_lossy(&e.payload().to_bytes())
+                    )),
+                };
+            }
+            Ok(None) => {
+                if sh.is_dead(owner) {
+                    return fail(format!("address space {owner} left or died"));
+                }
+                if start.elapsed() > limit {
+                    return fail(format!("no answer from {owner} within {limit:?}"));
+                }
+            }
+            Err(_) => {
+                let why = if sh.is_dead(owner) {
+                    format!("address space {owner} left or died")
+                } else {
+                    format!("no answer from {owner}")
+                };
+                return fail(why);
+            }
+        }
+    }
+}
+
+/// Sends without waiting for the answer (detaches and exits, which cannot fail usefully).
+fn send(sh: &Shared, owner: &str, req: &Request) {
+    if sh.is_dead(owner) {
+        return;
+    }
+    let payload = zbytes::from_encoded(wire::encode_request(req));
+    let _ = sh
+        .session
+        .get(sh.key("op", owner))
+        .payload(payload)
+        .timeout(sh.cfg.op_timeout)
+        .callback(|_| {})
+        .wait();
+}
+
+/// Calls with a wait: the owner waits one slice at a time, and the request is repeated with
+/// the time left until the answer comes or `wait` runs out (then `Reply::Again`).
+fn call_waiting(
+    sh: &Shared,
+    owner: &str,
+    wait: Wait,
+    make: impl Fn(Wait) -> Request,
+) -> Result<Reply, String> {
+    call_waiting_until(sh, owner, wait, None, make).map(|r| r.expect("never interrupted"))
+}
+
+/// [`call_waiting`], asking `interrupted` between the slices a blocked request waits at its
+/// owner; `None` when it asked to stop.
+fn call_waiting_until(
+    sh: &Shared,
+    owner: &str,
+    wait: Wait,
+    interrupted: Option<&dyn Fn() -> bool>,
+    make: impl Fn(Wait) -> Request,
+) -> Result<Option<Reply>, String> {
+    let deadline = match wait {
+        Wait::For(d) => Some(Instant::now() + d),
+        _ => None,
+    };
+    loop {
+        let w = match (wait, deadline) {
+            (Wait::For(_), Some(d)) => Wait::For(d.saturating_duration_since(Instant::now())),
+            (w, _) => w,
+        };
+        let r = call(sh, owner, &make(w))?;
+        if !matches!(r, Reply::Again) {
+            return Ok(Some(r));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Some(r));
+        }
+        if interrupted.is_some_and(|stop| stop()) {
+            return Ok(None);
+        }
+    }
+}
+
+/// A failure an owner reported: the core's code, its figures and text. A container or
+/// connection the owner no longer has is, for the requester, closed or detached.
+fn failure(r: Reply, owner: &str) -> Option<(Code, Figures, String)> {
+    match r {
+        Reply::Error { code, a, b, text } => {
+            let code = match code {
+                ErrorCode::Stm(c) => c,
+                ErrorCode::UnknownContainer => Code::Closed,
+                ErrorCode::UnknownConnection => Code::Detached,
+                ErrorCode::Malformed | ErrorCode::Other => {
+                    tracing::warn!(owner, "refused: {text}");
+                    return None;
+                }
+            };
+            Some((code, (a, b), text))
+        }
+        other => {
+            tracing::warn!(owner, "{}", crate::server::unexpected(&other));
+            None
+        }
+    }
+}
+
+fn get_error(r: Reply, owner: &str) -> GetError {
+    if matches!(r, Reply::Again) {
+        return GetError::Timeout(Neighbors::default());
+    }
+    failure(r, owner)
+        .and_then(|(code, figures, text)| {
+            GetError::from_code(code, figures).or_else(|| misfit("get", code, &text, owner))
+        })
+        .unwrap_or(GetError::Unreachable)
+}
+
+/// Logs an owner's error that no operation of this kind fails with; the caller reports it
+/// as unreachable.
+fn misfit<T>(op: &str, code: Code, text: &str, owner: &str) -> Option<T> {
+    tracing::warn!(owner, "{op} failed with {code}: {text}");
+    None
+}
+
+fn put_kind(r: Reply, owner: &str) -> PutErrorKind {
+    if matches!(r, Reply::Again) {
+        return PutErrorKind::Full;
+    }
+    failure(r, owner)
+        .and_then(|(code, (a, _), text)| {
+            PutErrorKind::from_code(code, a).or_else(|| misfit("put", code, &text, owner))
+        })
+        .unwrap_or(PutErrorKind::Unreachable)
+}
+
+fn stm_error(r: Reply, owner: &str) -> StmError {
+    let Some((code, figures, text)) = failure(r.clone(), owner) else {
+        return StmError::Unreachable(match r {
+            Reply::Error { text, .. } => format!("{owner}: {text}"),
+            other => crate::server::unexpected(&other),
+        });
+    };
+    StmError::from_code(code, figures, &text).unwrap_or(StmError::InvalidArgument(
+        format!("{owner} refused: {text}").into(),
+    ))
+}
+
+/// A container of another address space, as found in the name server.
+pub(crate) struct Remote {
+    sh: Arc<Shared>,
+    rec: NameRecord,
+}
+
+impl Remote {
+    fn new(sh: Arc<Shared>, rec: NameRecord) -> Arc<Remote> {
+        Arc::new(Remote { sh, rec })
+    }
+}
+
+/// The core's channel handle for a channel another address space owns.
+pub(crate) fn channel(sh: Arc<Shared>, rec: NameRecord) -> Channel {
+    provider::channel(Remote::new(sh, rec))
+}
+
+/// The core's queue handle for a queue another address space owns.
+pub(crate) fn queue(sh: Arc<Shared>, rec: NameRecord) -> Queue {
+    provider::queue(Remote::new(sh, rec))
+}
+
+/// The core's register handle for a register another address space owns.
+pub(crate) fn register(sh: Arc<Shared>, rec: NameRecord) -> Register {
+    provider::register(Remote::new(sh, rec))
+}
+
+impl Backend for Remote {
+    fn id(&self) -> ContainerId {
+        ContainerId(self.rec.container)
+    }
+    fn zone(&self) -> ZoneId {
+        ZoneId(self.rec.zone)
+    }
+    fn name(&self) -> Option<&str> {
+        Some(&self.rec.name)
+    }
+    fn owner(&self) -> &str {
+        &self.rec.space
+    }
+    fn capacity(&self) -> Option<usize> {
+        (self.rec.capacity > 0).then_some(self.rec.capacity as usize)
+    }
+    fn close(&self) -> Result<(), StmError> {
+        let req = Request::Close {
+            container: self.rec.container,
+        };
+        match call(&self.sh, &self.rec.space, &req) {
+            Ok(Reply::Ok) => Ok(()),
+            Ok(other) => Err(stm_error(other, &self.rec.space)),
+            Err(e) => Err(StmError::Unreachable(e)),
+        }
+    }
+    fn attach(&self, task: &CoreTask, input: bool) -> Result<Box<dyn Link>, StmError> {
+        if !task.runtime().same(&self.sh.rt) {
+            return Err(StmError::InvalidArgument(
+                "the container was found through another address space than the task's".into(),
+            ));
+        }
+        let owner = &self.rec.space;
+        let tref = TaskRef {
+            space: self.sh.id.clone(),
+            task: task.id().0,
+            zone: task.zone().0,
+        };
+        // Counted before the request, so a detach racing with it cannot end the proxy.
+        let key = (tref.task, tref.zone, owner.clone());
+        *lock(&self.sh.links).entry(key.clone()).or_insert(0) += 1;
+        let req = Request::Attach {
+            task: tref.clone(),
+            container: self.rec.container,
+            input,
+            vis: task.visibility(),
+        };
+        let link = RemoteLink {
+            sh: self.sh.clone(),
+            owner: owner.clone(),
+            container: self.rec.container,
+            kind: self.rec.kind,
+            tref,
+            id: 0,
+        };
+        match call(&self.sh, owner, &req) {
+            Ok(Reply::Attached { conn }) => Ok(Box::new(RemoteLink { id: conn, ..link })),
+            other => {
+                link.release();
+                Err(match other {
+                    Ok(r) => stm_error(r, owner),
+                    Err(e) => StmError::Unreachable(e),
+                })
+            }
+        }
+    }
+}
+
+/// A task's connection to a container of another address space.
+struct RemoteLink {
+    sh: Arc<Shared>,
+    owner: String,
+    container: u64,
+    kind: Kind,
+    tref: TaskRef,
+    id: u64,
+}
+
+impl RemoteLink {
+    fn owner(&self) -> &str {
+        &self.owner
+    }
+    fn sh(&self) -> &Shared {
+        &self.sh
+    }
+    fn key(&self) -> (String, u64) {
+        (self.owner.clone(), self.container)
+    }
+
+    /// Ends this link's share of the task's proxy at the owner: the last one tells the
+    /// owner the task is gone there.
+    fn release(&self) {
+        let key = (self.tref.task, self.tref.zone, self.owner.clone());
+        let last = {
+            let mut links = lock(&self.sh.links);
+            match links.get_mut(&key) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    links.remove(&key);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            send(
+                &self.sh,
+                &self.owner,
+                &Request::TaskExit {
+                    task: self.tref.clone(),
+                },
+            );
+        }
+    }
+
+    fn fetch(&self, sel: Selector, wait: Wait, cacheable: bool) -> Result<Got, GetError> {
+        let key = self.key();
+        let cached: Vec<Timestamp> = if cacheable {
+            lock(&self.sh().cache)
+                .items
+                .get(&key)
+                .map(|m| m.keys().rev().take(wire::MAX_CACHED).copied().collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let r = call_waiting(self.sh(), self.owner(), wait, |w| Request::Get {
+            task: self.tref.clone(),
+            conn: self.id,
+            sel,
+            wait: w,
+            cached: cached.clone(),
+        });
+        let (ts, seq, floor, item) = match r {
+            Ok(Reply::Item {
+                ts,
+                seq,
+                floor,
+                item,
+            }) => (ts, seq, floor, item),
+            Ok(other) => return Err(get_error(other, self.owner())),
+            Err(_) => return Err(GetError::Unreachable),
+        };
+        let item = match item {
+            Some(wi) => {
+                let it = Item::from_wire(wi.tag, wi.data);
+                if cacheable {
+                    let mut c = lock(&self.sh().cache);
+                    c.drop_below(&key, floor);
+                    c.insert(key, ts, it.clone());
+                }
+                it
+            }
+            None => {
+                // The item is cached, or its push is on the way: wait briefly for it.
+                let deadline = Instant::now() + PUSH_WAIT;
+                let mut c = lock(&self.sh().cache);
+                let hit = loop {
+                    if let Some(it) = c.items.get(&key).and_then(|m| m.get(&ts).cloned()) {
+                        break Some(it);
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break None;
+                    }
+                    c = self
+                        .sh()
+                        .cache_filled
+                        .wait_timeout(c, left)
+                        .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+                };
+                drop(c);
+                match hit {
+                    Some(it) => {
+                        self.sh()
+                            .counters
+                            .cache_hits
+                            .fetch_add(1, Ordering::Relaxed);
+                        it
+                    }
+                    // Evicted meanwhile: fetch it again (the same get, so no state changes).
+                    None => return self.fetch(Selector::Exact(ts), Wait::Never, false),
+                }
+            }
+        };
+        Ok(Got { ts, seq, item })
+    }
+
+    fn consume_now(&self, ts: Timestamp, until: bool) -> Result<(), StmError> {
+        let req = Request::Consume {
+            task: self.tref.clone(),
+            conn: self.id,
+            ts,
+            until,
+        };
+        match call(self.sh(), self.owner(), &req) {
+            Ok(Reply::Ok) => Ok(()),
+            Ok(other) => Err(stm_error(other, self.owner())),
+            Err(e) => Err(StmError::Unreachable(e)),
+        }
+    }
+
+    /// Sends a channel consume without waiting for the owner: a consume only releases, so
+    /// the owner learning of it a little later just reclaims a little later, and a reader
+    /// streaming items saves a round trip per item. A refusal is logged and counted in
+    /// `SpaceStats::consume_failed`.
+    fn consume_later(&self, ts: Timestamp, until: bool) -> Result<(), StmError> {
+        let sh = self.sh();
+        if sh.is_dead(self.owner()) {
+            sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
+            return Err(StmError::Unreachable(format!(
+                "address space {} has left",
+                self.owner()
+            )));
+        }
+        let req = Request::Consume {
+            task: self.tref.clone(),
+            conn: self.id,
+            ts,
+            until,
+        };
+        let failed = sh.counters.consume_failed.clone();
+        let owner = self.owner().to_owned();
+        let payload = zbytes::from_encoded(wire::encode_request(&req));
+        sh.session
+            .get(sh.key("op", &owner))
+            .payload(payload)
+            .timeout(sh.cfg.op_timeout)
+            .consolidation(zenoh::query::ConsolidationMode::None)
+            .callback(move |r| {
+                let ok = r.result().ok().is_some_and(|s| {
+                    matches!(
+                        wire::decode_reply(zbytes::to_bytes(s.payload())),
+                        Ok(Reply::Ok)
+                    )
+                });
+                if !ok {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(owner, ts, "a consume was refused or not answered");
+                }
+            })
+            .wait()
+            .map_err(|e| {
+                sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
+                StmError::Unreachable(format!("consume not sent: {e}"))
+            })
+    }
+}
+
+impl Link for RemoteLink {
+    fn put(&self, p: Put<'_>) -> Result<u64, PutError> {
+        let wi = WireItem {
+            tag: p.item.tag(),
+            data: p.item.wire().clone(),
+        };
+        let r = call_waiting_until(self.sh(), self.owner(), p.wait, p.interrupted, |w| {
+            Request::Put {
+                task: self.tref.clone(),
+                conn: self.id,
+                vis: p.visibility,
+                ts: p.ts,
+                consumers: p.consumers.unwrap_or(0),
+                wait: w,
+                item: wi.clone(),
+            }
+        });
+        match r {
+            Ok(Some(Reply::Stored { seq })) => Ok(seq),
+            Ok(Some(other)) => Err(PutError::new(put_kind(other, self.owner()), p.ts, p.item)),
+            Ok(None) => Err(PutError::new(PutErrorKind::Interrupted, p.ts, p.item)),
+            Err(_) => Err(PutError::new(PutErrorKind::Unreachable, p.ts, p.item)),
+        }
+    }
+
+    fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError> {
+        self.fetch(sel, wait, self.kind == Kind::Channel)
+    }
+
+    fn consume(&self, what: Consume) -> Result<(), StmError> {
+        match what {
+            Consume::Item(ts) => self.consume_later(ts, false),
+            Consume::Until(ts) => self.consume_later(ts, true),
+            Consume::Ticket(t) => self.consume_now(t as i64, false),
+            other => Err(StmError::Unsupported(
+                format!("{other:?} on a remote container").into(),
+            )),
+        }
+    }
+
+    fn detach(&self) {
+        send(
+            self.sh(),
+            self.owner(),
+            &Request::Detach {
+                task: self.tref.clone(),
+                conn: self.id,
+            },
+        );
+        self.release();
+    }
+}
