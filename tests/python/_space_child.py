@@ -74,7 +74,25 @@ def owner(space: sp.Space, n: int) -> None:
         time.sleep(60)
 
 
-ROLES = {"consumer": consumer, "producer": producer, "holder": holder, "owner": owner}
+def containers(space: sp.Space, n: int) -> None:
+    """Owns the bounded ``p/frames`` and ``p/jobs`` and the register ``p/mode``, until
+    killed."""
+    del n
+    space.channel("p/frames", capacity=4)
+    space.queue("p/jobs", capacity=4)
+    space.register("p/mode")
+    print("READY", flush=True)
+    while True:
+        time.sleep(60)
+
+
+ROLES = {
+    "consumer": consumer,
+    "producer": producer,
+    "holder": holder,
+    "owner": owner,
+    "containers": containers,
+}
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -330,3 +330,75 @@ def test_wrong_or_missing_credentials_are_rejected(tmp_path: pathlib.Path) -> No
             app, mode="client", connect=[endpoint], user="alice", password="secret"
         ) as device:
             assert len(device.spaces()) == 2
+
+
+def program(
+    task: Callable[[int], sp.Task],
+    frames: sp.Channel,
+    jobs: sp.Queue,
+    mode: sp.Register,
+) -> list[str]:
+    """A user program written once: a producer and a consumer through a bounded channel,
+    a bounded queue and a register. Returns what the consumer saw."""
+    consumer = task(sp.INFINITY)
+    fin, qin, rin = (
+        consumer.attach_input(frames),
+        consumer.attach_input(jobs),
+        consumer.attach_input(mode),
+    )
+    producer = task(0)
+
+    def produce() -> None:
+        fout, qout, rout = (
+            producer.attach_output(frames),
+            producer.attach_output(jobs),
+            producer.attach_output(mode),
+        )
+        rout.write("running")
+        for n in range(12):
+            # Bounded to 4: the producer waits for the consumer, here or across hosts.
+            fout.put(n, f"frame {n}", timeout=LONG)
+            qout.put(n, f"job {n}", timeout=LONG)
+            producer.set_virtual_time(n + 1)
+        rout.write("done")
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    seen = [f"mode {rin.read(timeout=LONG)[1]}"]
+    for _ in range(12):
+        ts, frame = fin.get(sp.NEXT_UNSEEN, timeout=LONG)
+        job = qin.get(timeout=LONG)
+        # Both held items count in the consumer's visibility until consumed.
+        seen.append(f"{ts} {frame} {job.value} held {consumer.visibility}")
+        fin.consume_until(ts)
+        qin.consume(job.ticket)
+    thread.join(LONG)
+    while (value := rin.read(timeout=LONG)[1]) != "done":
+        pass
+    seen.append(f"mode {value}")
+    with pytest.raises(sp.Unavailable):
+        fin.try_get(sp.NEXT_UNSEEN)
+    producer.exit()
+    consumer.exit()
+    return seen
+
+
+def test_one_program_runs_on_a_local_runtime_and_a_joined_space(cluster: Cluster) -> None:
+    rt = sp.Runtime()
+    here = program(
+        lambda vt: rt.task(vt),
+        rt.channel(capacity=4),
+        rt.queue(capacity=4),
+        rt.register(),
+    )
+    # The same program, with every container owned by another process.
+    cluster.start("containers").expect("READY")
+    space = cluster.space
+    frames = space.lookup_channel("p/frames", timeout=LONG)
+    jobs = space.lookup_queue("p/jobs", timeout=LONG)
+    mode = space.lookup_register("p/mode", timeout=LONG)
+    assert frames.owner is not None and frames.owner == jobs.owner == mode.owner
+    assert (frames.capacity, jobs.capacity) == (4, 4)
+    there = program(lambda vt: space.task(vt), frames, jobs, mode)
+    assert here == there
+    assert len(here) == 14 and here[1] == "0 frame 0 job 0 held 0"

@@ -25,7 +25,7 @@ use stampede_core::{
 /// Installs a garbage handler that records every reclaimed timestamp.
 fn record_garbage(ch: &Channel) -> Arc<Mutex<Vec<Timestamp>>> {
     let (freed, handler) = garbage_recorder();
-    ch.on_garbage(handler);
+    ch.on_garbage(handler).unwrap();
     freed
 }
 
@@ -162,7 +162,8 @@ fn collect_races_put_get_consume() {
                 );
                 assert!(!b.freed.contains(&ts), "reclaimed {ts} twice");
                 b.freed.push(ts);
-            });
+            })
+            .unwrap();
         }
         let p = rt.task(0).unwrap();
         let c = rt.task(INFINITY).unwrap();
@@ -391,7 +392,8 @@ fn refcount_consumed_concurrently() {
             ch.on_garbage(move |ts, _| {
                 assert_eq!(ts, 0);
                 runs.fetch_add(1, Ordering::SeqCst);
-            });
+            })
+            .unwrap();
         }
         let p = rt.task(0).unwrap();
         let out = p.attach_output(&ch).unwrap();

@@ -20,7 +20,7 @@ use stampede_core::{ContainerOptions, GetError, Queue, Timestamp, INFINITY};
 /// Installs a garbage handler (run by consume) that records every freed timestamp.
 fn record_garbage(q: &Queue) -> Arc<Mutex<Vec<Timestamp>>> {
     let (freed, handler) = garbage_recorder();
-    q.on_garbage(handler);
+    q.on_garbage(handler).unwrap();
     freed
 }
 
@@ -190,7 +190,7 @@ fn put_wakes_live_getter_despite_detached_one() {
         out.put(0, "a").unwrap();
         let _live = h_live.join().unwrap();
         // Wakes the dead getter in any case, so only the live getter's wake-up is checked.
-        q.close();
+        q.close().unwrap();
         h_dead.join().unwrap();
     });
 }

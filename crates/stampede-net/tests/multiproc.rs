@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::{app, eventually, free_port, Proc};
 use stampede_core::{
-    Container, ContainerOptions, GetError, PutErrorKind, Selector, StmError, INFINITY,
+    Channel, Container, ContainerOptions, GetError, PutErrorKind, Queue, Register, Selector,
+    StmError, Task, Timestamp, INFINITY,
 };
 use stampede_net::{Config, NetError, Space};
 
@@ -55,6 +56,20 @@ fn child_entry() {
             out.put(0, "zero").unwrap();
             t.set_virtual_time(INFINITY).unwrap();
             println!("ID {}", space.id());
+            println!("READY");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        // Owns a channel, a queue and a register for `program` and keeps running.
+        "containers" => {
+            space
+                .channel(ContainerOptions::bounded(4).name("p/frames"))
+                .unwrap();
+            space
+                .queue(ContainerOptions::bounded(4).name("p/jobs"))
+                .unwrap();
+            space
+                .register_container(ContainerOptions::default().name("p/mode"))
+                .unwrap();
             println!("READY");
             std::thread::sleep(Duration::from_secs(600));
         }
@@ -478,6 +493,95 @@ fn waiting_on_a_dead_owner_fails_cleanly() {
     let out = space.task(0).unwrap();
     let err = out.attach_output(&ch).unwrap_err();
     assert!(matches!(err, StmError::Unreachable(_)), "{err}");
+}
+
+/// A user program written once against the core's handles: a producer and a consumer
+/// through a bounded channel, a bounded queue and a register. Returns what the consumer saw.
+fn program(
+    task: &dyn Fn(Timestamp) -> Task,
+    frames: &Channel,
+    jobs: &Queue,
+    mode: &Register,
+) -> Vec<String> {
+    let consumer = task(INFINITY);
+    let (fin, qin, rin) = (
+        consumer.attach_input(frames).unwrap(),
+        consumer.attach_input(jobs).unwrap(),
+        consumer.attach_input(mode).unwrap(),
+    );
+    let producing = {
+        let producer = task(0);
+        let (frames, jobs, mode) = (frames.clone(), jobs.clone(), mode.clone());
+        std::thread::spawn(move || {
+            let (fout, qout, rout) = (
+                producer.attach_output(&frames).unwrap(),
+                producer.attach_output(&jobs).unwrap(),
+                producer.attach_output(&mode).unwrap(),
+            );
+            rout.write("running").unwrap();
+            for n in 0..12 {
+                // Bounded to 4: the producer waits for the consumer, here or across hosts.
+                fout.put(n, format!("frame {n}")).unwrap();
+                qout.put(n, format!("job {n}")).unwrap();
+                producer.set_virtual_time(n + 1).unwrap();
+            }
+            rout.write("done").unwrap();
+        })
+    };
+    let mut seen = vec![format!("mode {}", rin.read().unwrap().1.as_str().unwrap())];
+    for _ in 0..12 {
+        let (ts, frame) = fin.get(Selector::NextUnseen).unwrap();
+        let job = qin.get().unwrap();
+        // Both held items count in the consumer's visibility until consumed.
+        let held = consumer.visibility();
+        seen.push(format!(
+            "{ts} {} {} held {held}",
+            frame.as_str().unwrap(),
+            job.item.as_str().unwrap()
+        ));
+        fin.consume_until(ts).unwrap();
+        qin.consume(job.ticket).unwrap();
+    }
+    producing.join().unwrap();
+    let last = loop {
+        let (_, v) = rin.read().unwrap();
+        if v.as_str() == Some("done") {
+            break v;
+        }
+    };
+    seen.push(format!("mode {}", last.as_str().unwrap()));
+    seen.push(format!(
+        "{:?}",
+        fin.try_get(Selector::NextUnseen)
+            .map(|(t, _)| t)
+            .unwrap_err()
+    ));
+    seen
+}
+
+#[test]
+fn one_program_runs_on_a_local_runtime_and_a_joined_space() {
+    let rt = stampede_core::Runtime::new();
+    let here = program(
+        &|vt| rt.task(vt).unwrap(),
+        &rt.channel(ContainerOptions::bounded(4)).unwrap(),
+        &rt.queue(ContainerOptions::bounded(4)).unwrap(),
+        &rt.register(ContainerOptions::default()).unwrap(),
+    );
+    // The same program, with every container owned by another process.
+    let (space, ep, app) = router("oneapi");
+    let mut owner = spawn("containers", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let frames = space.lookup_channel("p/frames", T).unwrap();
+    let jobs = space.lookup_queue("p/jobs", T).unwrap();
+    let mode = space.lookup_register("p/mode", T).unwrap();
+    assert!(!frames.is_local() && !jobs.is_local() && !mode.is_local());
+    assert_eq!(frames.owner(), jobs.owner());
+    assert_eq!((frames.capacity(), jobs.capacity()), (Some(4), Some(4)));
+    let there = program(&|vt| space.task(vt).unwrap(), &frames, &jobs, &mode);
+    assert_eq!(here, there);
+    assert_eq!(here.len(), 15);
+    assert_eq!(here[1], "0 frame 0 job 0 held 0");
 }
 
 #[test]
