@@ -185,13 +185,13 @@ def test_a_missing_name_times_out_with_not_found(cluster: Cluster) -> None:
         space.lookup_channel("no/such/channel", timeout=0.5)
     assert e.value.name == "no/such/channel"
     assert isinstance(e.value, LookupError)
-    assert space.lookup("no/such/channel") is None
+    assert space.record("no/such/channel") is None
 
 
 def test_names_kinds_and_local_only_features(cluster: Cluster) -> None:
     space = cluster.space
     cluster.start("owner", 3).expect("READY")
-    records = {r.name: r for r in space.names()}
+    records = {r.name: r for r in space.records()}
     assert records["frames"].kind == "channel"
     assert records["frames"].space != space.id
     assert records["frames"].space in space.spaces()

@@ -34,37 +34,28 @@ pub struct stp_config {
 /// application. Containers and tasks are made from it; free it last.
 #[allow(non_camel_case_types)]
 pub struct stp_runtime {
-    pub(crate) inner: Runtime,
+    rt: core::Runtime,
+    /// The application the runtime joined, if any: its names, and leaving it.
+    space: Option<Space>,
     id: CString,
-}
-
-pub(crate) enum Runtime {
-    Local(core::Runtime),
-    Space(Space),
 }
 
 impl stp_runtime {
     pub(crate) fn core(&self) -> &core::Runtime {
-        match &self.inner {
-            Runtime::Local(rt) => rt,
-            Runtime::Space(s) => s.runtime(),
-        }
+        &self.rt
     }
 
     pub(crate) fn space(&self) -> Option<&Space> {
-        match &self.inner {
-            Runtime::Local(_) => None,
-            Runtime::Space(s) => Some(s),
-        }
+        self.space.as_ref()
     }
 }
 
 impl Drop for stp_runtime {
     fn drop(&mut self) {
-        match &self.inner {
-            Runtime::Local(rt) => rt.stop_collector(),
+        match &self.space {
             // Leaving withdraws names at once, so others release what this space held.
-            Runtime::Space(s) => s.clone().leave(),
+            Some(s) => s.clone().leave(),
+            None => self.rt.stop_collector(),
         }
     }
 }
@@ -82,7 +73,8 @@ pub unsafe extern "C" fn stp_runtime_new(out: *mut *mut stp_runtime) -> stp_stat
     guard(|| {
         crate::error::need_out(out, "out")?;
         let rt = stp_runtime {
-            inner: Runtime::Local(core::Runtime::new()),
+            rt: core::Runtime::new(),
+            space: None,
             id: CString::default(),
         };
         // SAFETY: forwarded contract.
@@ -109,7 +101,8 @@ pub unsafe extern "C" fn stp_runtime_join(
         let space = Space::join(app, cfg)?;
         let id = CString::new(space.id()).unwrap_or_default();
         let rt = stp_runtime {
-            inner: Runtime::Space(space),
+            rt: space.runtime().clone(),
+            space: Some(space),
             id,
         };
         // SAFETY: forwarded contract.

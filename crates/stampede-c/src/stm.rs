@@ -4,18 +4,18 @@
 //! another address space behaves like one made here.
 
 use std::ffi::c_char;
+use std::time::Duration;
 
 use stampede_core::{
     self as core, Container as _, ContainerOptions, PutOptions, Selector, Wait, ZoneId,
 };
-use stampede_net as net;
 
 use crate::error::{
     boxed, guard, guard_value, handle, need_out, opt_text, put_out, release, stp_status, text,
     Error, Result,
 };
 use crate::item::{new_item, stp_item};
-use crate::space::{millis, poll_local, stp_runtime, wait_budget};
+use crate::space::{millis, stp_runtime, wait_budget};
 
 /// Which item a channel get asks for.
 #[repr(C)]
@@ -77,30 +77,21 @@ fn options(name: Option<&str>, capacity: usize, zone: u32) -> ContainerOptions {
 }
 
 /// Containers share their constructor, lookup, close and free; the handles differ in type.
+/// The runtime names and finds them, application-wide once it joined an application.
 pub(crate) trait Handle: Sized {
-    type Net: core::Container;
+    type Of: core::Container;
     const KIND: &'static str;
-    fn wrap(c: Self::Net) -> Self;
-    fn net(&self) -> &Self::Net;
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<Self::Net>;
-    /// The container called `name` in an embedded runtime: `None` while there is none.
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<Self::Net>>;
-    fn find_remote(s: &net::Space, name: &str, timeout: std::time::Duration) -> Result<Self::Net>;
-}
-
-/// The lookup result for a name that is missing (keep waiting) or of another kind.
-fn wrong_kind<T>(name: &str, found: Option<core::Named>) -> Result<Option<T>> {
-    let is = match found {
-        None => return Ok(None),
-        Some(core::Named::Channel(_)) => "channel",
-        Some(core::Named::Queue(_)) => "queue",
-        Some(core::Named::Register(_)) => "register",
-        Some(_) => "container of another kind",
-    };
-    Err(Error::new(
-        stp_status::STP_WRONG_KIND,
-        format!("{name:?} is a {is}"),
-    ))
+    fn wrap(c: Self::Of) -> Self;
+    fn get(&self) -> &Self::Of;
+    fn make(
+        rt: &core::Runtime,
+        opts: ContainerOptions,
+    ) -> std::result::Result<Self::Of, core::StmError>;
+    fn find(
+        rt: &core::Runtime,
+        name: &str,
+        timeout: Duration,
+    ) -> std::result::Result<Self::Of, core::StmError>;
 }
 
 unsafe fn new_container<H: Handle>(
@@ -114,7 +105,7 @@ unsafe fn new_container<H: Handle>(
         // SAFETY: forwarded contract.
         let (rt, name) = unsafe { (handle(rt, "rt")?, opt_text(name, "name")?) };
         need_out(out, "out")?;
-        let c = H::make(rt, options(name, capacity, zone))?;
+        let c = H::make(rt.core(), options(name, capacity, zone))?;
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(H::wrap(c)), "out") }
     })
@@ -130,10 +121,7 @@ unsafe fn lookup_container<H: Handle>(
         // SAFETY: forwarded contract.
         let (rt, name) = unsafe { (handle(rt, "rt")?, text(name, "name")?) };
         need_out(out, "out")?;
-        let c = match rt.space() {
-            Some(s) => H::find_remote(s, name, wait_budget(timeout_ms))?,
-            None => poll_local(timeout_ms, name, || H::find_local(rt.core(), name))?,
-        };
+        let c = H::find(rt.core(), name, wait_budget(timeout_ms))?;
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(H::wrap(c)), "out") }
     })
@@ -143,7 +131,7 @@ unsafe fn close_container<H: Handle>(c: *const H) -> stp_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let c = unsafe { handle(c, H::KIND) }?;
-        c.net().close()?;
+        c.get().close()?;
         Ok(())
     })
 }
@@ -167,92 +155,74 @@ pub struct stp_register {
 }
 
 impl Handle for stp_channel {
-    type Net = core::Channel;
+    type Of = core::Channel;
     const KIND: &'static str = "channel";
     fn wrap(c: core::Channel) -> Self {
         stp_channel { c }
     }
-    fn net(&self) -> &core::Channel {
+    fn get(&self) -> &core::Channel {
         &self.c
     }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Channel> {
-        Ok(match rt.space() {
-            Some(s) => s.channel(opts)?,
-            None => rt.core().channel(opts)?,
-        })
+    fn make(
+        rt: &core::Runtime,
+        opts: ContainerOptions,
+    ) -> std::result::Result<core::Channel, core::StmError> {
+        rt.channel(opts)
     }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Channel>> {
-        match rt.lookup(name) {
-            Some(core::Named::Channel(c)) => Ok(Some(c)),
-            other => wrong_kind(name, other),
-        }
-    }
-    fn find_remote(
-        s: &net::Space,
+    fn find(
+        rt: &core::Runtime,
         name: &str,
-        timeout: std::time::Duration,
-    ) -> Result<core::Channel> {
-        Ok(s.lookup_channel(name, timeout)?)
+        timeout: Duration,
+    ) -> std::result::Result<core::Channel, core::StmError> {
+        rt.lookup_channel(name, timeout)
     }
 }
 
 impl Handle for stp_queue {
-    type Net = core::Queue;
+    type Of = core::Queue;
     const KIND: &'static str = "queue";
     fn wrap(c: core::Queue) -> Self {
         stp_queue { c }
     }
-    fn net(&self) -> &core::Queue {
+    fn get(&self) -> &core::Queue {
         &self.c
     }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Queue> {
-        Ok(match rt.space() {
-            Some(s) => s.queue(opts)?,
-            None => rt.core().queue(opts)?,
-        })
+    fn make(
+        rt: &core::Runtime,
+        opts: ContainerOptions,
+    ) -> std::result::Result<core::Queue, core::StmError> {
+        rt.queue(opts)
     }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Queue>> {
-        match rt.lookup(name) {
-            Some(core::Named::Queue(q)) => Ok(Some(q)),
-            other => wrong_kind(name, other),
-        }
-    }
-    fn find_remote(
-        s: &net::Space,
+    fn find(
+        rt: &core::Runtime,
         name: &str,
-        timeout: std::time::Duration,
-    ) -> Result<core::Queue> {
-        Ok(s.lookup_queue(name, timeout)?)
+        timeout: Duration,
+    ) -> std::result::Result<core::Queue, core::StmError> {
+        rt.lookup_queue(name, timeout)
     }
 }
 
 impl Handle for stp_register {
-    type Net = core::Register;
+    type Of = core::Register;
     const KIND: &'static str = "register";
     fn wrap(c: core::Register) -> Self {
         stp_register { c }
     }
-    fn net(&self) -> &core::Register {
+    fn get(&self) -> &core::Register {
         &self.c
     }
-    fn make(rt: &stp_runtime, opts: ContainerOptions) -> Result<core::Register> {
-        Ok(match rt.space() {
-            Some(s) => s.register_container(opts)?,
-            None => rt.core().register(opts)?,
-        })
+    fn make(
+        rt: &core::Runtime,
+        opts: ContainerOptions,
+    ) -> std::result::Result<core::Register, core::StmError> {
+        rt.register(opts)
     }
-    fn find_local(rt: &core::Runtime, name: &str) -> Result<Option<core::Register>> {
-        match rt.lookup(name) {
-            Some(core::Named::Register(r)) => Ok(Some(r)),
-            other => wrong_kind(name, other),
-        }
-    }
-    fn find_remote(
-        s: &net::Space,
+    fn find(
+        rt: &core::Runtime,
         name: &str,
-        timeout: std::time::Duration,
-    ) -> Result<core::Register> {
-        Ok(s.lookup_register(name, timeout)?)
+        timeout: Duration,
+    ) -> std::result::Result<core::Register, core::StmError> {
+        rt.lookup_register(name, timeout)
     }
 }
 
@@ -461,16 +431,11 @@ pub unsafe extern "C" fn stp_task_new_in(
         need_out(out, "out")?;
         let zone = ZoneId(zone);
         let create = |vt| -> std::result::Result<core::Task, Error> {
-            Ok(match rt.space() {
-                Some(s) => s.task_in(vt, zone, name)?,
-                None => {
-                    let mut b = rt.core().task_builder().virtual_time(vt).zone(zone);
-                    if let Some(n) = name {
-                        b = b.name(n);
-                    }
-                    b.create()?
-                }
-            })
+            let mut b = rt.core().task_builder().virtual_time(vt).zone(zone);
+            if let Some(n) = name {
+                b = b.name(n);
+            }
+            Ok(b.create()?)
         };
         let t = if vt == STP_AT_FLOOR {
             // The floor may rise between reading it and creating the task: retry from the
@@ -566,13 +531,13 @@ unsafe fn attach<H: Handle, C>(
     task: *const stp_task,
     container: *const H,
     out: *mut *mut C,
-    connect: impl FnOnce(&core::Task, &H::Net) -> std::result::Result<C, core::StmError>,
+    connect: impl FnOnce(&core::Task, &H::Of) -> std::result::Result<C, core::StmError>,
 ) -> stp_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let (t, c) = unsafe { (handle(task, "task")?, handle(container, H::KIND)?) };
         need_out(out, "out")?;
-        let conn = connect(&t.t, c.net())?;
+        let conn = connect(&t.t, c.get())?;
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(conn), "out") }
     })

@@ -135,7 +135,7 @@ pub(crate) fn space(a: SpaceArgs) -> Result<(), Failure> {
     let mut registers = Vec::new();
     for r in &a.register {
         let opts = ContainerOptions::unbounded().name(r.clone()).zone(zone);
-        registers.push(space.register_container(opts)?);
+        registers.push(space.register(opts)?);
         hosted.push(format!("register {r} zone={}", a.zone));
     }
     for (name, meta) in &a.service {

@@ -103,7 +103,7 @@ pub(crate) fn names(a: NamesArgs) -> Result<(), Failure> {
         return watch_names(a);
     }
     let space = join(&a.conn, a.mode, &a.security)?;
-    let names = space.names();
+    let names = space.records();
     space.leave();
     if a.json {
         emit_json(&Value::Array(names.iter().map(name_json).collect()));
@@ -174,7 +174,7 @@ pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
     let space = join(&a.conn, a.mode, &a.security)?;
     let me = space.id().to_owned();
     let ids: Vec<String> = space.spaces().into_iter().filter(|s| *s != me).collect();
-    let names = space.names();
+    let names = space.records();
     space.leave();
     let owned = |id: &str| -> Vec<&str> {
         names

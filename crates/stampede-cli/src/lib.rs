@@ -23,6 +23,7 @@ use std::fmt;
 use std::process::ExitCode;
 
 use clap::Parser;
+use stampede_core::StmError;
 use stampede_net::NetError;
 
 use args::{Cli, Command};
@@ -44,11 +45,17 @@ impl Failure {
     }
 }
 
+impl From<StmError> for Failure {
+    fn from(e: StmError) -> Failure {
+        NetError::Stm(e).into()
+    }
+}
+
 impl From<NetError> for Failure {
     fn from(e: NetError) -> Failure {
         let code = match e {
             // Settings and names come from the command line: usage errors, as clap's.
-            NetError::Config(_) | NetError::InvalidName(_) => 2,
+            NetError::Config(_) | NetError::Stm(StmError::InvalidName(_)) => 2,
             _ => 1,
         };
         // The error's text leaves out the source locations Zenoh appends to its own.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use stampede_core::Task;
 use stampede_core::{Timestamp, ZoneId};
-use stampede_net::{Config, NetError, Space};
+use stampede_net::{Config, Space};
 
 use crate::error::ConferenceError;
 use crate::protocol::{DEFAULT_APP, DEFAULT_ENDPOINT};
@@ -75,9 +75,10 @@ pub(crate) fn task_at_least_in(
     vt: Timestamp,
     zone: ZoneId,
 ) -> Result<Task, ConferenceError> {
-    match space.task_in(vt, zone, None) {
-        Err(NetError::Stm(stampede_core::StmError::BelowVisibility { visibility, .. })) => {
-            Ok(space.task_in(visibility.max(vt), zone, None)?)
+    let task = |vt| space.task_builder().virtual_time(vt).zone(zone).create();
+    match task(vt) {
+        Err(stampede_core::StmError::BelowVisibility { visibility, .. }) => {
+            Ok(task(visibility.max(vt))?)
         }
         r => Ok(r?),
     }

@@ -640,7 +640,7 @@ impl Follower {
             let Err(e) = outcome else { return };
             if self
                 .space
-                .lookup(&self.name)
+                .record(&self.name)
                 .map_or(true, |r| r.space != self.owner)
             {
                 return;
@@ -809,7 +809,7 @@ impl Single<'_> {
         };
         let present = self
             .space
-            .lookup(&j.name)
+            .record(&j.name)
             .is_some_and(|r| r.space == j.owner);
         if !present {
             self.members.remove(&id);
@@ -989,7 +989,7 @@ impl Names {
         } else if let Some(gen) = self.hub.remove(id, owner) {
             let _ = self.tiles.send(ToCompositor::Left { id, gen });
         }
-        if let Some(rec) = self.space.lookup(name).filter(|r| r.space != owner) {
+        if let Some(rec) = self.space.record(name).filter(|r| r.space != owner) {
             self.added(rec);
         }
     }
@@ -1013,7 +1013,7 @@ fn mix(space: &Space, opts: &MixerOptions, stop: &Stop) -> Result<MixerReport, C
             .name(MIX_CHANNEL)
             .zone(MIX_ZONE),
     )?;
-    let clock = space.register_container(
+    let clock = space.register(
         ContainerOptions::unbounded()
             .name(CLOCK_REGISTER)
             .zone(MIX_ZONE),

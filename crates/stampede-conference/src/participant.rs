@@ -9,7 +9,7 @@ use stampede_core::{
     ContainerOptions, DType, GetError, LateAction, NdArray, Pacer, Selector, StmError, Timestamp,
     INFINITY,
 };
-use stampede_net::{NetError, Space};
+use stampede_net::Space;
 
 use crate::error::{joined, ConferenceError};
 use crate::frame::{frame_item, FrameSize};
@@ -75,7 +75,7 @@ fn participate(
     let cam = space
         .channel(ContainerOptions::bounded(CAM_CAPACITY).name(cam_name(id)))
         .map_err(|e| match e {
-            NetError::Stm(StmError::NameTaken(_)) => {
+            StmError::NameTaken(_) => {
                 ConferenceError::Setup(format!("participant {id} is already in the conference"))
             }
             e => e.into(),

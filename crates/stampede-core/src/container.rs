@@ -27,6 +27,9 @@ pub struct ContainerOptions {
     pub capacity: Option<usize>,
     /// Time zone for garbage collection.
     pub zone: ZoneId,
+    /// Free text published with the name across a distributed application (what a
+    /// service or stream is, say); empty by default.
+    pub meta: String,
 }
 
 impl ContainerOptions {
@@ -50,6 +53,62 @@ impl ContainerOptions {
     pub fn zone(mut self, zone: ZoneId) -> Self {
         self.zone = zone;
         self
+    }
+    /// Publishes `meta` with the container's name.
+    pub fn meta(mut self, meta: impl Into<String>) -> Self {
+        self.meta = meta.into();
+        self
+    }
+}
+
+/// The kinds of named things: the three containers, and services (a name with metadata
+/// and no container). The one table of kinds; the wire format sends [`Kind::code`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A channel.
+    Channel,
+    /// A queue.
+    Queue,
+    /// A register.
+    Register,
+    /// A service.
+    Service,
+}
+
+impl Kind {
+    /// Every kind, in code order.
+    pub const ALL: [Kind; 4] = [Kind::Channel, Kind::Queue, Kind::Register, Kind::Service];
+
+    /// The kind's stable number.
+    pub fn code(self) -> u8 {
+        match self {
+            Kind::Channel => 0,
+            Kind::Queue => 1,
+            Kind::Register => 2,
+            Kind::Service => 3,
+        }
+    }
+
+    /// The kind with this number.
+    pub fn from_code(code: u8) -> Option<Kind> {
+        Kind::ALL.get(usize::from(code)).copied()
+    }
+
+    /// The kind's name in lower case (`"channel"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Channel => "channel",
+            Kind::Queue => "queue",
+            Kind::Register => "register",
+            Kind::Service => "service",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -194,4 +253,47 @@ pub enum Named {
     Queue(Queue),
     /// A register.
     Register(Register),
+}
+
+impl Named {
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Named::Channel(_) => Kind::Channel,
+            Named::Queue(_) => Kind::Queue,
+            Named::Register(_) => Kind::Register,
+        }
+    }
+    /// The container's id.
+    pub fn id(&self) -> ContainerId {
+        match self {
+            Named::Channel(c) => c.id(),
+            Named::Queue(c) => c.id(),
+            Named::Register(c) => c.id(),
+        }
+    }
+    /// The container's zone.
+    pub fn zone(&self) -> ZoneId {
+        match self {
+            Named::Channel(c) => c.zone(),
+            Named::Queue(c) => c.zone(),
+            Named::Register(c) => c.zone(),
+        }
+    }
+    /// The container's capacity, if bounded.
+    pub fn capacity(&self) -> Option<usize> {
+        match self {
+            Named::Channel(c) => c.capacity(),
+            Named::Queue(c) => c.capacity(),
+            Named::Register(_) => None,
+        }
+    }
+    /// Closes the container wherever it lives.
+    pub fn close(&self) -> Result<(), StmError> {
+        match self {
+            Named::Channel(c) => c.close(),
+            Named::Queue(c) => c.close(),
+            Named::Register(c) => c.close(),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::container::Kind;
 use crate::item::Item;
 use crate::time::{fmt_ts, Timestamp, ZoneId};
 
@@ -204,6 +205,18 @@ pub enum StmError {
     /// The operation is not available on this container where it lives (say, a local-only
     /// hook on a container served by another address space); says which.
     Unsupported(Cow<'static, str>),
+    /// A name that cannot be used across an application (empty, or containing `*`, `$`, `?`,
+    /// `#` or empty parts).
+    InvalidName(String),
+    /// No container of this name appeared in time.
+    NotFound(String),
+    /// The name belongs to another kind of container or a service.
+    WrongKind {
+        /// The name.
+        name: String,
+        /// What it names.
+        is: Kind,
+    },
 }
 
 impl fmt::Display for StmError {
@@ -233,6 +246,12 @@ impl fmt::Display for StmError {
             StmError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             StmError::Unreachable(what) => write!(f, "unreachable: {what}"),
             StmError::Unsupported(what) => write!(f, "not supported: {what}"),
+            StmError::InvalidName(n) => write!(
+                f,
+                "invalid name {n:?}: use non-empty parts separated by '/', without * $ ? #"
+            ),
+            StmError::NotFound(n) => write!(f, "no container or service named {n:?}"),
+            StmError::WrongKind { name, is } => write!(f, "{name:?} is a {is}"),
         }
     }
 }
@@ -449,6 +468,9 @@ impl StmError {
             StmError::InvalidArgument(_) => (ErrorCode::InvalidArgument, (0, 0)),
             StmError::Unreachable(_) => (ErrorCode::Unreachable, (0, 0)),
             StmError::Unsupported(_) => (ErrorCode::Unsupported, (0, 0)),
+            StmError::InvalidName(_) => (ErrorCode::InvalidName, (0, 0)),
+            StmError::NotFound(_) => (ErrorCode::NotFound, (0, 0)),
+            StmError::WrongKind { is, .. } => (ErrorCode::WrongKind, (i64::from(is.code()), 0)),
         }
     }
 
@@ -481,6 +503,12 @@ impl StmError {
             ErrorCode::InvalidArgument => StmError::InvalidArgument(detail.to_owned().into()),
             ErrorCode::Unreachable => StmError::Unreachable(detail.to_owned()),
             ErrorCode::Unsupported => StmError::Unsupported(detail.to_owned().into()),
+            ErrorCode::InvalidName => StmError::InvalidName(detail.to_owned()),
+            ErrorCode::NotFound => StmError::NotFound(detail.to_owned()),
+            ErrorCode::WrongKind => StmError::WrongKind {
+                name: detail.to_owned(),
+                is: u8::try_from(a).ok().and_then(Kind::from_code)?,
+            },
             _ => return None,
         })
     }
@@ -490,6 +518,8 @@ impl StmError {
         match self {
             StmError::NameTaken(s) | StmError::Unreachable(s) => s,
             StmError::InvalidArgument(s) | StmError::Unsupported(s) => s,
+            StmError::InvalidName(s) | StmError::NotFound(s) => s,
+            StmError::WrongKind { name, .. } => name,
             _ => "",
         }
     }

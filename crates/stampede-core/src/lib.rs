@@ -120,7 +120,7 @@ mod wait;
 
 pub use channel::{Channel, ChannelStats, Selector};
 pub use connection::{InputConnection, OutputConnection, PutOptions};
-pub use container::{Container, ContainerOptions, Named};
+pub use container::{Container, ContainerOptions, Kind, Named};
 pub use correlate::{Correlated, Correlator, Match};
 pub use error::{ErrorCode, Figures, GetError, Neighbors, PutError, PutErrorKind, StmError};
 pub use gc::{GcStats, Hold, HoldCause, WatermarkReport};

@@ -18,6 +18,8 @@
 //!   [`proxy_task`] has connections like any task, mirrors the visibility its requester
 //!   reports ([`mirror_visibility`]), and leaves its virtual time out of the watermark,
 //!   since the other address space reports it.
+//! - **Names across an application:** a [`Directory`] announces the runtime's named
+//!   containers and finds others' by name, and learns of every root task.
 //! - **Where task bodies run:** an [`Executor`]. STM task bodies block, so
 //!   [`ThreadExecutor`] gives each its own thread; a work-stealing pool for non-blocking
 //!   steps implements the same trait.
@@ -77,9 +79,10 @@
 
 use std::fmt;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use crate::channel::{Channel, Selector};
-use crate::container::Flavor;
+use crate::container::{ContainerOptions, Flavor, Named};
 use crate::error::{GetError, PutError, StmError};
 use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::item::Item;
@@ -258,6 +261,35 @@ pub fn proxy_task(rt: &Runtime, name: String, zone: ZoneId) -> Result<Task, StmE
 /// rule checks of its next operation use it. Fails on other tasks.
 pub fn mirror_visibility(task: &Task, visibility: Timestamp) -> Result<(), StmError> {
     task.inner.mirror_visibility(visibility)
+}
+
+/// Names across a distributed application. An address space installs one in its runtime
+/// ([`set_directory`]); from then on the runtime's named containers are known
+/// application-wide and its lookups find containers wherever they live, so a program
+/// written against [`Runtime`] runs unchanged on a local runtime and a joined one.
+pub trait Directory: Send + Sync + 'static {
+    /// Makes `container`, just created here and registered in this runtime under `name`,
+    /// known application-wide (with `opts.meta`). On failure the core withdraws the name
+    /// and closes the container.
+    fn announce(
+        &self,
+        name: &str,
+        container: &Named,
+        opts: &ContainerOptions,
+    ) -> Result<(), StmError>;
+    /// The container called `name`, wherever it lives, waiting up to `timeout` for it
+    /// ([`StmError::NotFound`]; a service's name is [`StmError::WrongKind`]). The core
+    /// checks the kind asked for.
+    fn find(&self, name: &str, timeout: Duration) -> Result<Named, StmError>;
+    /// A root task was created in `zone`: the other address spaces must count it before any
+    /// of its requests reaches them.
+    fn root_task(&self, zone: ZoneId);
+}
+
+/// Installs `directory` in `rt`. The runtime holds it weakly (the directory owns the
+/// runtime); once it is gone, naming and lookups fail with `Unreachable`.
+pub fn set_directory(rt: &Runtime, directory: Weak<dyn Directory>) {
+    rt.set_directory(directory);
 }
 
 /// Where task bodies run.

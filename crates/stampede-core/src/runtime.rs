@@ -6,10 +6,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::channel::{Channel, ChannelCore};
-use crate::container::{ContainerOptions, Flavor, Named};
+use crate::container::{ContainerOptions, Flavor, Kind, Named};
 use crate::error::StmError;
 use crate::gc::{GcStats, MarkListener, WatermarkReport, Zone};
 use crate::ids::ConnId;
+use crate::provider::Directory;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
@@ -43,6 +44,9 @@ pub(crate) struct RtInner {
     names: Mutex<HashMap<String, NamedWeak>>,
     next_id: AtomicU64,
     mark_listener: Mutex<Option<MarkListener>>,
+    /// Names across a distributed application, once the runtime joined one. Weak: the
+    /// directory (an address space) holds the runtime.
+    directory: Mutex<Option<Weak<dyn Directory>>>,
     #[cfg(not(loom))]
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
 }
@@ -133,6 +137,7 @@ impl RuntimeBuilder {
             names: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             mark_listener: Mutex::new(None),
+            directory: Mutex::new(None),
             #[cfg(not(loom))]
             stop: Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new())),
         });
@@ -240,6 +245,76 @@ impl Runtime {
         self.zone(zone).local_mark()
     }
 
+    pub(crate) fn set_directory(&self, d: Weak<dyn Directory>) {
+        *lock(&self.inner.directory) = Some(d);
+    }
+
+    /// The application's directory, if the runtime joined one; an error once it left.
+    fn directory(&self) -> Result<Option<Arc<dyn Directory>>, StmError> {
+        match &*lock(&self.inner.directory) {
+            None => Ok(None),
+            Some(w) => w.upgrade().map(Some).ok_or_else(|| {
+                StmError::Unreachable("the address space left its application".into())
+            }),
+        }
+    }
+
+    /// Tells the application's directory about a new root task (see [`Directory::root_task`]).
+    pub(crate) fn root_task_created(&self, zone: ZoneId) {
+        if let Ok(Some(d)) = self.directory() {
+            d.root_task(zone);
+        }
+    }
+
+    /// Publishes a new named container application-wide when the runtime joined an
+    /// application; on failure the name is withdrawn here and the container closed.
+    fn announce(&self, opts: &ContainerOptions, c: Named) -> Result<Named, StmError> {
+        let Some(name) = &opts.name else {
+            return Ok(c);
+        };
+        let published = self
+            .directory()
+            .and_then(|d| d.map_or(Ok(()), |d| d.announce(name, &c, opts)));
+        if let Err(e) = published {
+            lock(&self.inner.names).remove(name);
+            let _ = c.close();
+            return Err(e);
+        }
+        Ok(c)
+    }
+
+    /// The container called `name` of kind `kind`: here, or (in a joined runtime) anywhere
+    /// in the application, waiting up to `timeout` for it to appear.
+    fn find(&self, name: &str, kind: Kind, timeout: Duration) -> Result<Named, StmError> {
+        let check = |n: Named| {
+            if n.kind() == kind {
+                Ok(n)
+            } else {
+                Err(StmError::WrongKind {
+                    name: name.to_owned(),
+                    is: n.kind(),
+                })
+            }
+        };
+        if let Some(n) = self.lookup(name) {
+            return check(n);
+        }
+        if let Some(d) = self.directory()? {
+            return d.find(name, timeout).and_then(check);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(StmError::NotFound(name.to_owned()));
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+            if let Some(n) = self.lookup(name) {
+                return check(n);
+            }
+        }
+    }
+
     fn register_name(&self, name: &Option<String>, w: NamedWeak) -> Result<(), StmError> {
         let Some(name) = name else { return Ok(()) };
         let mut names = lock(&self.inner.names);
@@ -269,9 +344,15 @@ impl Runtime {
         self.register_name(&opts.name, NamedWeak::Channel(Arc::downgrade(&core)))?;
         let weak: Weak<ChannelCore> = Arc::downgrade(&core);
         zone.add_container(weak);
-        Ok(Channel {
-            flavor: Flavor::Local(core),
-        })
+        match self.announce(
+            &opts,
+            Named::Channel(Channel {
+                flavor: Flavor::Local(core),
+            }),
+        )? {
+            Named::Channel(c) => Ok(c),
+            _ => unreachable!("announced a channel"),
+        }
     }
 
     /// Creates a queue: FIFO, several items per timestamp, each delivered once.
@@ -291,9 +372,15 @@ impl Runtime {
         self.register_name(&opts.name, NamedWeak::Queue(Arc::downgrade(&core)))?;
         let weak: Weak<QueueCore> = Arc::downgrade(&core);
         zone.add_container(weak);
-        Ok(Queue {
-            flavor: Flavor::Local(core),
-        })
+        match self.announce(
+            &opts,
+            Named::Queue(Queue {
+                flavor: Flavor::Local(core),
+            }),
+        )? {
+            Named::Queue(q) => Ok(q),
+            _ => unreachable!("announced a queue"),
+        }
     }
 
     /// Creates a register: one value, overwritten by each write.
@@ -304,21 +391,61 @@ impl Runtime {
             opts.zone,
         ));
         self.register_name(&opts.name, NamedWeak::Register(Arc::downgrade(&core)))?;
-        Ok(Register {
-            flavor: Flavor::Local(core),
-        })
+        match self.announce(
+            &opts,
+            Named::Register(Register {
+                flavor: Flavor::Local(core),
+            }),
+        )? {
+            Named::Register(r) => Ok(r),
+            _ => unreachable!("announced a register"),
+        }
     }
 
-    /// Looks up a container by name.
+    /// The container registered here under `name`, if any (no waiting, nothing asked of
+    /// other address spaces).
     pub fn lookup(&self, name: &str) -> Option<Named> {
         lock(&self.inner.names).get(name)?.upgrade()
     }
 
-    /// Looks up a channel by name.
-    pub fn lookup_channel(&self, name: &str) -> Option<Channel> {
-        match self.lookup(name)? {
-            Named::Channel(c) => Some(c),
-            _ => None,
+    /// The channel called `name`, waiting up to `timeout` for it to appear: in this
+    /// runtime, or anywhere in the application once the runtime joined one (an address
+    /// space). Fails with [`StmError::NotFound`] or [`StmError::WrongKind`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stampede_core::{ContainerOptions, Runtime, StmError};
+    /// let rt = Runtime::new();
+    /// // A name lives as long as its container: keep the handles.
+    /// let _frames = rt.channel(ContainerOptions::default().name("frames")).unwrap();
+    /// let _jobs = rt.queue(ContainerOptions::default().name("jobs")).unwrap();
+    /// assert!(rt.lookup_channel("frames", Duration::ZERO).is_ok());
+    /// assert!(matches!(rt.lookup_channel("jobs", Duration::ZERO), Err(StmError::WrongKind { .. })));
+    /// assert!(matches!(
+    ///     rt.lookup_channel("nothing", Duration::from_millis(20)),
+    ///     Err(StmError::NotFound(_))
+    /// ));
+    /// ```
+    pub fn lookup_channel(&self, name: &str, timeout: Duration) -> Result<Channel, StmError> {
+        match self.find(name, Kind::Channel, timeout)? {
+            Named::Channel(c) => Ok(c),
+            _ => unreachable!("checked the kind"),
+        }
+    }
+
+    /// The queue called `name` (see [`lookup_channel`](Runtime::lookup_channel)).
+    pub fn lookup_queue(&self, name: &str, timeout: Duration) -> Result<Queue, StmError> {
+        match self.find(name, Kind::Queue, timeout)? {
+            Named::Queue(q) => Ok(q),
+            _ => unreachable!("checked the kind"),
+        }
+    }
+
+    /// The register called `name` (see [`lookup_channel`](Runtime::lookup_channel)).
+    pub fn lookup_register(&self, name: &str, timeout: Duration) -> Result<Register, StmError> {
+        match self.find(name, Kind::Register, timeout)? {
+            Named::Register(r) => Ok(r),
+            _ => unreachable!("checked the kind"),
         }
     }
 

@@ -477,6 +477,10 @@ impl<'a> TaskBuilder<'a> {
             proxy: self.proxy,
         });
         zone.add_task(inner.clone());
+        drop(_cut);
+        if self.parent.is_none() {
+            self.rt.root_task_created(self.zone);
+        }
         Ok(Task {
             inner,
             rt: self.rt.clone(),

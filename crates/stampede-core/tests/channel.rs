@@ -520,10 +520,13 @@ fn names_are_unique_and_looked_up() {
             .unwrap_err(),
         StmError::NameTaken("video/frames".into())
     );
-    let found = rt.lookup_channel("video/frames").unwrap();
+    let found = rt.lookup_channel("video/frames", Duration::ZERO).unwrap();
     assert_eq!(found.name(), Some("video/frames"));
     assert_eq!(rt.names(), vec!["video/frames".to_owned()]);
-    assert!(rt.lookup_channel("nothing").is_none());
+    assert_eq!(
+        rt.lookup_channel("nothing", Duration::ZERO).unwrap_err(),
+        StmError::NotFound("nothing".into())
+    );
 
     // A name is free again once its container is gone.
     drop((ch, found));
@@ -846,7 +849,13 @@ fn containers_have_unique_ids_and_share_one_name_space() {
     assert!(matches!(rt.lookup("c"), Some(Named::Channel(found)) if found.id() == ch.id()));
     assert!(matches!(rt.lookup("r"), Some(Named::Register(found)) if found.id() == reg.id()));
     // A queue is not a channel, and every kind of container shares one name space.
-    assert!(rt.lookup_channel("q").is_none());
+    assert!(matches!(
+        rt.lookup_channel("q", Duration::ZERO),
+        Err(StmError::WrongKind {
+            is: stampede_core::Kind::Queue,
+            ..
+        })
+    ));
     assert_eq!(
         rt.queue(ContainerOptions::default().name("c")).unwrap_err(),
         StmError::NameTaken("c".into())

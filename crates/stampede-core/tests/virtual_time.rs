@@ -412,7 +412,10 @@ fn a_task_belongs_to_its_runtime() {
         .channel(ContainerOptions::default().name("frames"))
         .unwrap();
     let t = rt.task_builder().name("tracker").create().unwrap();
-    let found = t.runtime().lookup_channel("frames").unwrap();
+    let found = t
+        .runtime()
+        .lookup_channel("frames", std::time::Duration::ZERO)
+        .unwrap();
     assert_eq!(
         stampede_core::Container::id(&found),
         stampede_core::Container::id(&ch)

@@ -206,7 +206,11 @@ pub fn reclaim_lag(items: usize, period: Duration) -> Result<ReclaimLags, BenchE
 
     let local_consumer = {
         let task = space
-            .task_in(0, LOCAL_ZONE, Some("local-consumer"))
+            .task_builder()
+            .virtual_time(0)
+            .zone(LOCAL_ZONE)
+            .name("local-consumer")
+            .create()
             .map_err(BenchError::stampede("creating the local consumer"))?;
         let input = task
             .attach_input(&local)
@@ -448,7 +452,11 @@ fn producer(
     zone: ZoneId,
 ) -> Result<(Task, OutputConnection<Channel>), BenchError> {
     let task = space
-        .task_in(0, zone, Some("producer"))
+        .task_builder()
+        .virtual_time(0)
+        .zone(zone)
+        .name("producer")
+        .create()
         .map_err(BenchError::stampede("creating the producer"))?;
     let out = task
         .attach_output(channel)

@@ -18,22 +18,12 @@ pub enum NetError {
     Connect(String),
     /// A router or peer rejected this address space's credentials or certificate.
     AuthRejected(String),
-    /// No container or service of this name appeared in time.
-    NotFound(String),
-    /// The name has the wrong kind (a queue asked for as a channel, say).
-    WrongKind {
-        /// The name.
-        name: String,
-        /// What it is.
-        is: crate::wire::Kind,
-    },
-    /// A name that cannot be used (empty, or containing `*`, `$`, `?`, `#` or empty parts).
-    InvalidName(String),
     /// Another address space did not answer in time, or left.
     Unreachable(String),
     /// A message could not be decoded.
     Protocol(DecodeError),
-    /// The local runtime refused.
+    /// The runtime refused: a name that cannot be used, not found or of another kind, or
+    /// any other STM error.
     Stm(StmError),
 }
 
@@ -45,12 +35,6 @@ impl fmt::Display for NetError {
             NetError::Config(s) => write!(f, "invalid configuration: {}", strip_locations(s)),
             NetError::Connect(s) => write!(f, "could not join: {}", strip_locations(s)),
             NetError::AuthRejected(s) => write!(f, "rejected: {}", strip_locations(s)),
-            NetError::NotFound(n) => write!(f, "no container or service named {n:?}"),
-            NetError::WrongKind { name, is } => write!(f, "{name:?} is a {is}"),
-            NetError::InvalidName(n) => write!(
-                f,
-                "invalid name {n:?}: use non-empty parts separated by '/', without * $ ? #"
-            ),
             NetError::Unreachable(s) => write!(f, "unreachable: {}", strip_locations(s)),
             NetError::Protocol(e) => write!(f, "malformed message: {e}"),
             NetError::Stm(e) => e.fmt(f),
@@ -67,9 +51,6 @@ impl NetError {
             NetError::Config(_) => ErrorCode::Config,
             NetError::Connect(_) => ErrorCode::Connect,
             NetError::AuthRejected(_) => ErrorCode::AuthRejected,
-            NetError::NotFound(_) => ErrorCode::NotFound,
-            NetError::WrongKind { .. } => ErrorCode::WrongKind,
-            NetError::InvalidName(_) => ErrorCode::InvalidName,
             NetError::Unreachable(_) => ErrorCode::Unreachable,
             NetError::Protocol(_) => ErrorCode::Protocol,
             NetError::Stm(e) => e.code().0,

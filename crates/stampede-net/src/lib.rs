@@ -1,13 +1,14 @@
 //! Stampede across processes and hosts, over Eclipse Zenoh.
 //!
-//! An [`Space`] (address space) is a process's runtime joined to a named application.
-//! Containers live in the space that created them and are registered by name; tasks in
-//! any space find them with [`Space::lookup_channel`] and the others, and use them through
-//! the same operations as local ones, with the same rules. Garbage collection spans the
-//! application: each space reports the lowest of its own watermark terms, and every space
-//! reclaims only below the lowest report. A space that leaves or dies (noticed through
-//! Zenoh liveliness within the configured lease) releases its connections, its virtual
-//! time and its held queue items, so the others go on.
+//! A [`Space`] (address space) is a process's runtime joined to a named application; it
+//! dereferences to its [`Runtime`](stampede_core::Runtime). Containers live in the space
+//! that created them and are registered by name; tasks in any space find them with
+//! [`Runtime::lookup_channel`](stampede_core::Runtime::lookup_channel) and the others, and
+//! use them through the same operations as local ones, with the same rules. Garbage
+//! collection spans the application: each space reports the lowest of its own watermark
+//! terms, and every space reclaims only below the lowest report. A space that leaves or
+//! dies (noticed through Zenoh liveliness within the configured lease) releases its
+//! connections, its virtual time and its held queue items, so the others go on.
 //!
 //! ```no_run
 //! use std::time::Duration;

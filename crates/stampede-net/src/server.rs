@@ -13,13 +13,13 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::provider;
 use stampede_core::{
-    Container as _, GetError, InputConnection, Item, OutputConnection, PutError, PutOptions,
+    Container as _, GetError, InputConnection, Item, Named, OutputConnection, PutError, PutOptions,
     StmError, Wait, ZoneId,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
 
-use crate::space::{lock, Owned, Shared, ZoneWatermark};
+use crate::space::{lock, Shared, ZoneWatermark};
 use crate::wire::{self, ErrorCode, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
 use stampede_core::ErrorCode as Code;
@@ -208,16 +208,21 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             let e = |e: StmError| stm_error(&e);
             provider::mirror_visibility(t, *vis).map_err(e)?;
             let c = match (owned, *input) {
-                (Owned::Channel(c), true) => {
+                (Named::Channel(c), true) => {
                     // Hooked first, so every item put once the connection exists is pushed.
                     sh.push_arrivals(*container, &c);
                     Conn::ChIn(t.attach_input(&c).map_err(e)?)
                 }
-                (Owned::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
-                (Owned::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
-                (Owned::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
-                (Owned::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
-                (Owned::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
+                (Named::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
+                (Named::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
+                (Named::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
+                (Named::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
+                (Named::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
+                (other, _) => {
+                    return Err(e(StmError::Unsupported(
+                        format!("serving a {}", other.kind()).into(),
+                    )))
+                }
             };
             let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
             lock(&s.conns).insert(id, (*container, Arc::new(c)));

@@ -6,9 +6,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use stampede_core::provider::{self, Directory};
 use stampede_core::{
-    Channel, Container as _, ContainerOptions, Item, Queue, Register, Runtime, Task, Timestamp,
-    ZoneId, INFINITY,
+    ContainerOptions, Item, Named, Runtime, StmError, Timestamp, ZoneId, INFINITY,
 };
 use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait as _};
@@ -19,36 +19,9 @@ use crate::remote;
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
-use stampede_core::provider;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A container this address space owns.
-#[derive(Clone)]
-pub(crate) enum Owned {
-    Channel(stampede_core::Channel),
-    Queue(stampede_core::Queue),
-    Register(stampede_core::Register),
-}
-
-impl Owned {
-    pub(crate) fn zone(&self) -> ZoneId {
-        match self {
-            Owned::Channel(c) => c.zone(),
-            Owned::Queue(c) => c.zone(),
-            Owned::Register(c) => c.zone(),
-        }
-    }
-
-    pub(crate) fn close(&self) -> Result<(), stampede_core::StmError> {
-        match self {
-            Owned::Channel(c) => c.close(),
-            Owned::Queue(c) => c.close(),
-            Owned::Register(c) => c.close(),
-        }
-    }
 }
 
 /// Cached items of remote channels, shared by the tasks of this address space.
@@ -84,7 +57,7 @@ pub(crate) struct Shared {
     pub(crate) session: Session,
     pub(crate) rt: Runtime,
     pub(crate) cfg: Config,
-    pub(crate) owned: Mutex<HashMap<u64, (Owned, Option<String>)>>,
+    pub(crate) owned: Mutex<HashMap<u64, (Named, Option<String>)>>,
     pub(crate) names: Mutex<HashMap<String, (NameRecord, zenoh::liveliness::LivelinessToken)>>,
     pub(crate) surrogates: Mutex<HashMap<(String, u64, u32), Arc<server::Surrogate>>>,
     /// Connections of this space's tasks to other spaces' containers, by task, zone and
@@ -219,7 +192,7 @@ impl Shared {
         }
     }
 
-    pub(crate) fn owned(&self, id: u64) -> Option<Owned> {
+    pub(crate) fn owned(&self, id: u64) -> Option<Named> {
         lock(&self.owned).get(&id).map(|o| o.0.clone())
     }
 
@@ -250,7 +223,7 @@ impl Shared {
         if readers.is_empty() {
             return;
         }
-        let Some(Owned::Channel(ch)) = self.owned(container) else {
+        let Some(Named::Channel(ch)) = self.owned(container) else {
             return;
         };
         let Some(item) = ch.peek(ts) else { return };
@@ -361,9 +334,14 @@ impl NameWatch {
 
 /// An address space: a [`Runtime`] joined to a distributed Stampede application.
 ///
-/// Containers created here are owned here and registered in the application's name server;
-/// containers of other address spaces are found by name and used through the same
-/// [`Task`] API. The space leaves the application when the last handle is dropped (or at
+/// A space dereferences to its runtime, and the runtime is the application's: a named
+/// container it creates is owned here and registered in the application's name server,
+/// its lookups ([`Runtime::lookup_channel`] and the others) find containers wherever they
+/// live, and the handles they return work through the same [`Task`](stampede_core::Task)
+/// API. A program written against [`Runtime`] therefore runs unchanged on a local runtime
+/// and a joined one. The space itself adds what only an application has: name records
+/// ([`record`](Space::record), [`records`](Space::records), [`watch`](Space::watch)),
+/// services, the other spaces, statistics and the cluster-wide watermark. The space leaves the application when the last handle is dropped (or at
 /// [`leave`](Space::leave)); if its process dies instead, the others notice within the
 /// configured lease and release everything it held.
 #[derive(Clone)]
@@ -419,7 +397,7 @@ impl Space {
     /// Joins application `app` with `cfg`.
     pub fn join(app: &str, cfg: Config) -> Result<Space, NetError> {
         if !valid_name(app) || app.contains('/') {
-            return Err(NetError::InvalidName(app.to_owned()));
+            return Err(StmError::InvalidName(app.to_owned()).into());
         }
         let zcfg = cfg.to_zenoh()?;
         let session = zenoh::open(zcfg).wait().map_err(|e| open_error(e, &cfg))?;
@@ -450,6 +428,12 @@ impl Space {
         });
         let space = Space { sh };
         space.start(push_rx)?;
+        // From now on the runtime's names and lookups are the application's.
+        let names: Arc<dyn Directory> = Arc::new(Names {
+            sh: Arc::downgrade(&space.sh),
+        });
+        provider::set_directory(&space.sh.rt, Arc::downgrade(&names));
+        space.keep(names);
         Ok(space)
     }
 
@@ -701,13 +685,13 @@ impl Space {
         }
     }
 
-    fn register(&self, rec: NameRecord) -> Result<(), NetError> {
+    fn publish(&self, rec: NameRecord) -> Result<(), NetError> {
         if !valid_name(&rec.name) {
-            return Err(NetError::InvalidName(rec.name));
+            return Err(StmError::InvalidName(rec.name).into());
         }
         // Names are first come, first served across the application.
         let taken = |name: String| NetError::Stm(stampede_core::StmError::NameTaken(name));
-        if let Some(other) = self.lookup(&rec.name) {
+        if let Some(other) = self.record(&rec.name) {
             if other.space != self.sh.id {
                 return Err(taken(rec.name));
             }
@@ -742,7 +726,7 @@ impl Space {
     /// Registers a service: a name with metadata and no container, gone when this space
     /// leaves or dies.
     pub fn register_service(&self, name: &str, meta: &str) -> Result<(), NetError> {
-        self.register(NameRecord {
+        self.publish(NameRecord {
             name: name.to_owned(),
             space: self.sh.id.clone(),
             kind: Kind::Service,
@@ -756,87 +740,6 @@ impl Space {
     /// Removes a name this space registered; `false` if it had none such.
     pub fn unregister(&self, name: &str) -> bool {
         lock(&self.sh.names).remove(name).is_some()
-    }
-
-    fn own(
-        &self,
-        kind: Kind,
-        opts: &ContainerOptions,
-        meta: &str,
-        make: impl FnOnce(&Runtime) -> Result<Owned, stampede_core::StmError>,
-    ) -> Result<Owned, NetError> {
-        let name = opts.name.clone();
-        if let Some(n) = &name {
-            if !valid_name(n) {
-                return Err(NetError::InvalidName(n.clone()));
-            }
-        }
-        let owned = make(&self.sh.rt)?;
-        let (id, zone, cap) = match &owned {
-            Owned::Channel(c) => (c.id().0, c.zone().0, c.capacity()),
-            Owned::Queue(c) => (c.id().0, c.zone().0, c.capacity()),
-            Owned::Register(c) => (c.id().0, c.zone().0, None),
-        };
-        // Serve the container before announcing its name: whoever sees the name may attach
-        // at once.
-        lock(&self.sh.owned).insert(id, (owned.clone(), name.clone()));
-        if let Some(n) = &name {
-            let rec = NameRecord {
-                name: n.clone(),
-                space: self.sh.id.clone(),
-                kind,
-                container: id,
-                zone,
-                capacity: cap.map_or(0, |c| c as u64),
-                meta: meta.to_owned(),
-            };
-            if let Err(e) = self.register(rec) {
-                lock(&self.sh.owned).remove(&id);
-                // Never announced, so nobody can have attached: closing it here cannot fail.
-                let _ = owned.close();
-                return Err(e);
-            }
-        }
-        Ok(owned)
-    }
-
-    /// Creates a channel owned here; a name registers it cluster-wide.
-    pub fn channel(&self, opts: ContainerOptions) -> Result<Channel, NetError> {
-        self.channel_with_meta(opts, "")
-    }
-
-    /// [`channel`](Space::channel) with metadata for the name server.
-    pub fn channel_with_meta(
-        &self,
-        opts: ContainerOptions,
-        meta: &str,
-    ) -> Result<Channel, NetError> {
-        match self.own(Kind::Channel, &opts, meta, |rt| {
-            rt.channel(opts.clone()).map(Owned::Channel)
-        })? {
-            Owned::Channel(c) => Ok(c),
-            _ => unreachable!("made a channel"),
-        }
-    }
-
-    /// Creates a queue owned here; a name registers it cluster-wide.
-    pub fn queue(&self, opts: ContainerOptions) -> Result<Queue, NetError> {
-        match self.own(Kind::Queue, &opts, "", |rt| {
-            rt.queue(opts.clone()).map(Owned::Queue)
-        })? {
-            Owned::Queue(c) => Ok(c),
-            _ => unreachable!("made a queue"),
-        }
-    }
-
-    /// Creates a register owned here; a name registers it cluster-wide.
-    pub fn register_container(&self, opts: ContainerOptions) -> Result<Register, NetError> {
-        match self.own(Kind::Register, &opts, "", |rt| {
-            rt.register(opts.clone()).map(Owned::Register)
-        })? {
-            Owned::Register(c) => Ok(c),
-            _ => unreachable!("made a register"),
-        }
     }
 
     fn fetch_names(&self, pattern: &str) -> Vec<NameRecord> {
@@ -869,7 +772,7 @@ impl Space {
     }
 
     /// The record of `name`, if some live address space registered it now.
-    pub fn lookup(&self, name: &str) -> Option<NameRecord> {
+    pub fn record(&self, name: &str) -> Option<NameRecord> {
         if !valid_name(name) {
             return None;
         }
@@ -882,22 +785,22 @@ impl Space {
     /// Waits up to `timeout` for `name` to be registered.
     pub fn wait_for(&self, name: &str, timeout: Duration) -> Result<NameRecord, NetError> {
         if !valid_name(name) {
-            return Err(NetError::InvalidName(name.to_owned()));
+            return Err(StmError::InvalidName(name.to_owned()).into());
         }
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(r) = self.lookup(name) {
+            if let Some(r) = self.record(name) {
                 return Ok(r);
             }
             if Instant::now() >= deadline {
-                return Err(NetError::NotFound(name.to_owned()));
+                return Err(StmError::NotFound(name.to_owned()).into());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
     /// Every name registered in the application now.
-    pub fn names(&self) -> Vec<NameRecord> {
+    pub fn records(&self) -> Vec<NameRecord> {
         self.fetch_names("*/**")
     }
 
@@ -928,76 +831,6 @@ impl Space {
             rx,
             _sub: sub,
         })
-    }
-
-    fn find(&self, name: &str, kind: Kind, timeout: Duration) -> Result<NameRecord, NetError> {
-        let r = self.wait_for(name, timeout)?;
-        if r.kind != kind {
-            return Err(NetError::WrongKind {
-                name: name.to_owned(),
-                is: r.kind,
-            });
-        }
-        Ok(r)
-    }
-
-    /// The channel called `name`, wherever it lives, waiting up to `timeout` for it.
-    pub fn lookup_channel(&self, name: &str, timeout: Duration) -> Result<Channel, NetError> {
-        let r = self.find(name, Kind::Channel, timeout)?;
-        if r.space == self.sh.id {
-            if let Some(Owned::Channel(c)) = self.sh.owned(r.container) {
-                return Ok(c);
-            }
-        }
-        Ok(remote::channel(self.sh.clone(), r))
-    }
-
-    /// The queue called `name`, wherever it lives, waiting up to `timeout` for it.
-    pub fn lookup_queue(&self, name: &str, timeout: Duration) -> Result<Queue, NetError> {
-        let r = self.find(name, Kind::Queue, timeout)?;
-        if r.space == self.sh.id {
-            if let Some(Owned::Queue(c)) = self.sh.owned(r.container) {
-                return Ok(c);
-            }
-        }
-        Ok(remote::queue(self.sh.clone(), r))
-    }
-
-    /// The register called `name`, wherever it lives, waiting up to `timeout` for it.
-    pub fn lookup_register(&self, name: &str, timeout: Duration) -> Result<Register, NetError> {
-        let r = self.find(name, Kind::Register, timeout)?;
-        if r.space == self.sh.id {
-            if let Some(Owned::Register(c)) = self.sh.owned(r.container) {
-                return Ok(c);
-            }
-        }
-        Ok(remote::register(self.sh.clone(), r))
-    }
-
-    /// A root task at virtual time `vt` in the default zone.
-    pub fn task(&self, vt: Timestamp) -> Result<Task, NetError> {
-        self.task_in(vt, ZoneId::DEFAULT, None)
-    }
-
-    /// A root task with a zone and a name.
-    pub fn task_in(
-        &self,
-        vt: Timestamp,
-        zone: ZoneId,
-        name: Option<&str>,
-    ) -> Result<Task, NetError> {
-        let mut b = self.sh.rt.task_builder().virtual_time(vt).zone(zone);
-        if let Some(n) = name {
-            b = b.name(n);
-        }
-        let t = b.create()?;
-        // Others must count the new task before it can reach their containers: report
-        // this zone's mark now, ahead of any request the task sends.
-        self.sh.rt.collect_zone(zone);
-        let mark = self.sh.rt.local_mark(zone);
-        lock(&self.sh.marks).insert(zone.0, mark);
-        self.sh.publish_marks();
-        Ok(t)
     }
 
     /// What holds `zone`'s watermark in every live address space, this one first; a space
@@ -1041,6 +874,95 @@ impl Space {
         lock(&self.sh.keep).clear();
         self.sh.rt.stop_collector();
         let _ = self.sh.session.close().wait();
+    }
+}
+
+impl std::ops::Deref for Space {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        &self.sh.rt
+    }
+}
+
+/// The space's directory, installed in its runtime: names and lookups across the
+/// application, and the marks a new root task needs published first.
+struct Names {
+    sh: Weak<Shared>,
+}
+
+impl Names {
+    fn space(&self) -> Result<Space, StmError> {
+        self.sh
+            .upgrade()
+            .map(|sh| Space { sh })
+            .ok_or_else(|| StmError::Unreachable("the address space left its application".into()))
+    }
+}
+
+/// A failure of the name server as the runtime reports it.
+fn naming_error(e: NetError) -> StmError {
+    match e {
+        NetError::Stm(e) => e,
+        other => StmError::Unreachable(other.to_string()),
+    }
+}
+
+impl Directory for Names {
+    fn announce(&self, name: &str, c: &Named, opts: &ContainerOptions) -> Result<(), StmError> {
+        let space = self.space()?;
+        let sh = &space.sh;
+        if !valid_name(name) {
+            return Err(StmError::InvalidName(name.to_owned()));
+        }
+        let id = c.id().0;
+        // Serve the container before announcing its name: whoever sees the name may attach
+        // at once.
+        lock(&sh.owned).insert(id, (c.clone(), Some(name.to_owned())));
+        let rec = NameRecord {
+            name: name.to_owned(),
+            space: sh.id.clone(),
+            kind: c.kind(),
+            container: id,
+            zone: c.zone().0,
+            capacity: c.capacity().map_or(0, |n| n as u64),
+            meta: opts.meta.clone(),
+        };
+        space.publish(rec).map_err(|e| {
+            lock(&sh.owned).remove(&id);
+            naming_error(e)
+        })
+    }
+
+    fn find(&self, name: &str, timeout: Duration) -> Result<Named, StmError> {
+        let space = self.space()?;
+        let r = space.wait_for(name, timeout).map_err(naming_error)?;
+        if r.space == space.sh.id {
+            if let Some(c) = space.sh.owned(r.container) {
+                return Ok(c);
+            }
+        }
+        let sh = space.sh.clone();
+        Ok(match r.kind {
+            Kind::Channel => Named::Channel(remote::channel(sh, r)),
+            Kind::Queue => Named::Queue(remote::queue(sh, r)),
+            Kind::Register => Named::Register(remote::register(sh, r)),
+            is => {
+                return Err(StmError::WrongKind {
+                    name: name.to_owned(),
+                    is,
+                })
+            }
+        })
+    }
+
+    fn root_task(&self, zone: ZoneId) {
+        // Others must count the new task before it can reach their containers: report
+        // this zone's mark now, ahead of any request the task sends.
+        let Some(sh) = self.sh.upgrade() else { return };
+        sh.rt.collect_zone(zone);
+        let mark = sh.rt.local_mark(zone);
+        lock(&sh.marks).insert(zone.0, mark);
+        sh.publish_marks();
     }
 }
 

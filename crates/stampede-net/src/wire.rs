@@ -737,48 +737,10 @@ const MSG_MARKS: u8 = 100;
 const MSG_PUSH: u8 = 101;
 const MSG_NAME: u8 = 102;
 
-/// The kind of a named container or service.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// A channel.
-    Channel,
-    /// A queue.
-    Queue,
-    /// A register.
-    Register,
-    /// A service: a name with metadata and no container.
-    Service,
-}
+pub use stampede_core::Kind;
 
-impl Kind {
-    fn code(self) -> u8 {
-        match self {
-            Kind::Channel => 0,
-            Kind::Queue => 1,
-            Kind::Register => 2,
-            Kind::Service => 3,
-        }
-    }
-    fn from_code(c: u8) -> Result<Kind, DecodeError> {
-        Ok(match c {
-            0 => Kind::Channel,
-            1 => Kind::Queue,
-            2 => Kind::Register,
-            3 => Kind::Service,
-            c => return Err(DecodeError::UnknownCode("kind", c)),
-        })
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Kind::Channel => "channel",
-            Kind::Queue => "queue",
-            Kind::Register => "register",
-            Kind::Service => "service",
-        })
-    }
+fn kind_from_code(c: u8) -> Result<Kind, DecodeError> {
+    Kind::from_code(c).ok_or(DecodeError::UnknownCode("kind", c))
 }
 
 /// What the name server holds for a name.
@@ -822,7 +784,7 @@ pub fn decode_name(buf: Bytes) -> Result<NameRecord, DecodeError> {
     let n = NameRecord {
         name: r.str()?,
         space: r.str()?,
-        kind: Kind::from_code(r.u8()?)?,
+        kind: kind_from_code(r.u8()?)?,
         container: r.u64()?,
         zone: r.u32()?,
         capacity: r.u64()?,

@@ -11,7 +11,7 @@ use stampede_core::{
     Channel, Container, ContainerOptions, GetError, PutErrorKind, Queue, Register, Selector,
     StmError, Task, Timestamp, INFINITY,
 };
-use stampede_net::{Config, NetError, Space};
+use stampede_net::{Config, Space};
 
 /// The container, checked to live in this address space.
 fn local<C: Container>(c: &C) -> &C {
@@ -68,7 +68,7 @@ fn child_entry() {
                 .queue(ContainerOptions::bounded(4).name("p/jobs"))
                 .unwrap();
             space
-                .register_container(ContainerOptions::default().name("p/mode"))
+                .register(ContainerOptions::default().name("p/mode"))
                 .unwrap();
             println!("READY");
             std::thread::sleep(Duration::from_secs(600));
@@ -489,7 +489,7 @@ fn waiting_on_a_dead_owner_fails_cleanly() {
     assert!(took < Duration::from_secs(10), "noticed after {took:?}");
     eprintln!("waiting get failed {took:?} after SIGKILL");
     // The name went with its owner, and new operations fail at once.
-    assert!(eventually(T, || space.lookup("owned").is_none()));
+    assert!(eventually(T, || space.record("owned").is_none()));
     let out = space.task(0).unwrap();
     let err = out.attach_output(&ch).unwrap_err();
     assert!(matches!(err, StmError::Unreachable(_)), "{err}");
@@ -688,13 +688,13 @@ fn put_errors_and_bounded_waits_cross_processes() {
     assert!(start.elapsed() >= Duration::from_millis(600));
     assert!(matches!(
         space.lookup_queue("owned", T).unwrap_err(),
-        NetError::WrongKind { .. }
+        StmError::WrongKind { .. }
     ));
     assert!(matches!(
         space
             .lookup_channel("nothing", Duration::from_millis(200))
             .unwrap_err(),
-        NetError::NotFound(_)
+        StmError::NotFound(_)
     ));
 }
 

@@ -158,6 +158,8 @@ pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
             requested,
             visibility,
         } => raise(py, cls, (msg, requested, visibility)),
+        StmError::NotFound(name) => raise(py, cls, (msg, name)),
+        StmError::WrongKind { name, is } => raise(py, cls, (msg, name, is.to_string())),
         _ => raise(py, cls, (msg,)),
     }
 }
@@ -167,8 +169,6 @@ pub(crate) fn net_error(py: Python<'_>, e: NetError) -> PyErr {
     let msg = e.to_string();
     let cls = class(e.code());
     match e {
-        NetError::NotFound(name) => raise(py, cls, (msg, name)),
-        NetError::WrongKind { name, is } => raise(py, cls, (msg, name, is.to_string())),
         NetError::Stm(e) => stm_error(py, e),
         _ => raise(py, cls, (msg,)),
     }

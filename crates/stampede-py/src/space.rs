@@ -8,19 +8,14 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 use stampede_core::Timestamp;
 use stampede_net as net;
-use stampede_net::{Config, Mode, NetError};
+use stampede_net::{Config, Mode};
 
 use crate::errors::{self, Exc};
-use crate::stm::{
-    deadline, duration, lock, next_slice, options, zone_id, Channel, Queue, Register, Runtime,
-    Task, Threads,
-};
+use crate::stm::{duration, lock, zone_id, Runtime};
 
 /// TLS settings for joining: endpoints then use ``tls/`` locators.
 #[pyclass(module = "stampede", frozen)]
@@ -203,22 +198,6 @@ fn explanation(w: net::SpaceWatermark) -> SpaceWatermark {
     out
 }
 
-/// Runs a lookup that waits up to a timeout in slices, so signals are seen between them.
-fn waiting_lookup<T: Send>(
-    py: Python<'_>,
-    timeout: Option<f64>,
-    f: impl Fn(Duration) -> Result<T, NetError> + Sync,
-) -> PyResult<T> {
-    let deadline = deadline(py, timeout)?;
-    loop {
-        let (slice, last) = next_slice(deadline);
-        match py.detach(|| f(slice)) {
-            Err(NetError::NotFound(_)) if !last => py.check_signals()?,
-            r => return r.map_err(|e| errors::net_error(py, e)),
-        }
-    }
-}
-
 fn mode(py: Python<'_>, m: &str) -> PyResult<Mode> {
     match m {
         "peer" => Ok(Mode::Peer),
@@ -236,19 +215,19 @@ fn mode(py: Python<'_>, m: &str) -> PyResult<Mode> {
 
 /// An address space: this process's runtime joined to a distributed Stampede application.
 ///
-/// ``Space.join`` connects over Eclipse Zenoh. Containers created here are owned here and
-/// their names registered application-wide; ``lookup_channel`` and the others find any
-/// space's containers by name, and tasks of the space (``task``, ``spawn``) use them all
-/// through the same connections as local ones. The space leaves at ``leave()`` or at the end
-/// of its ``with`` block; if the process dies instead, the others notice within the lease
-/// and release everything it held (connections, virtual time, held queue items).
-#[pyclass(module = "stampede", frozen)]
+/// ``Space.join`` connects over Eclipse Zenoh. A space is a ``Runtime``: named containers it
+/// creates are owned here and their names registered application-wide; ``lookup_channel``
+/// and the others find any space's containers by name, and its tasks (``task``, ``spawn``)
+/// use them all through the same connections as local ones. What only an application has
+/// is its own: name records (``record``, ``records``), the other spaces, statistics and the
+/// cluster-wide watermark. The space leaves at ``leave()`` or at the end of its ``with``
+/// block; if the process dies instead, the others notice within the lease and release
+/// everything it held (connections, virtual time, held queue items).
+#[pyclass(module = "stampede", frozen, extends = Runtime)]
 pub(crate) struct Space {
     space: Mutex<Option<net::Space>>,
     id: String,
     app: String,
-    runtime: Py<Runtime>,
-    threads: Threads,
 }
 
 impl Space {
@@ -300,7 +279,7 @@ impl Space {
         connect_timeout: Option<f64>,
         multicast_scouting: bool,
         shm_pool: Option<usize>,
-    ) -> PyResult<Space> {
+    ) -> PyResult<Py<Space>> {
         let mut cfg = Config {
             mode: self::mode(py, mode)?,
             listen,
@@ -343,13 +322,13 @@ impl Space {
         let space = py
             .detach(|| net::Space::join(app, cfg))
             .map_err(|e| errors::net_error(py, e))?;
-        Ok(Space {
+        let base = Runtime::of_space(space.runtime().clone());
+        let init = PyClassInitializer::from(base).add_subclass(Space {
             id: space.id().to_owned(),
             app: space.app().to_owned(),
-            runtime: Py::new(py, Runtime::of_space(space.runtime().clone()))?,
             space: Mutex::new(Some(space)),
-            threads: Threads::default(),
-        })
+        });
+        Py::new(py, init)
     }
 
     /// This address space's id (its Zenoh session id).
@@ -364,10 +343,11 @@ impl Space {
         &self.app
     }
 
-    /// The local runtime: explanations, counters and collection of this address space.
+    /// The space as its runtime (a space is one): explanations, counters and collection of
+    /// this address space.
     #[getter]
-    fn runtime(&self, py: Python<'_>) -> Py<Runtime> {
-        self.runtime.clone_ref(py)
+    fn runtime(slf: Py<Self>) -> Py<Self> {
+        slf
     }
 
     /// Whether the space has left.
@@ -376,99 +356,17 @@ impl Space {
         lock(&self.space).is_none()
     }
 
-    /// Creates a channel owned here; a name registers it application-wide (``NameTaken``
-    /// when another space has it).
-    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
-    fn channel(
-        &self,
-        py: Python<'_>,
-        name: Option<String>,
-        capacity: Option<i64>,
-        zone: i64,
-    ) -> PyResult<Channel> {
-        let s = self.get(py)?;
-        let opts = options(py, name, capacity, zone)?;
-        let ch = py
-            .detach(|| s.channel(opts))
-            .map_err(|e| errors::net_error(py, e))?;
-        Ok(Channel::wrap(ch))
-    }
-
-    /// Creates a queue owned here; a name registers it application-wide.
-    #[pyo3(signature = (name = None, *, capacity = None, zone = 0))]
-    fn queue(
-        &self,
-        py: Python<'_>,
-        name: Option<String>,
-        capacity: Option<i64>,
-        zone: i64,
-    ) -> PyResult<Queue> {
-        let s = self.get(py)?;
-        let opts = options(py, name, capacity, zone)?;
-        let q = py
-            .detach(|| s.queue(opts))
-            .map_err(|e| errors::net_error(py, e))?;
-        Ok(Queue::wrap(q))
-    }
-
-    /// Creates a register owned here; a name registers it application-wide.
-    #[pyo3(signature = (name = None, *, zone = 0))]
-    fn register(&self, py: Python<'_>, name: Option<String>, zone: i64) -> PyResult<Register> {
-        let s = self.get(py)?;
-        let opts = options(py, name, None, zone)?;
-        let r = py
-            .detach(|| s.register_container(opts))
-            .map_err(|e| errors::net_error(py, e))?;
-        Ok(Register { reg: r })
-    }
-
-    /// The channel called ``name``, wherever it lives, waiting up to ``timeout`` seconds
-    /// (``None``: until it appears) for it to be registered. Raises ``NotFound`` when it
-    /// does not appear in time, ``WrongKind`` when the name is not a channel's.
-    #[pyo3(signature = (name, timeout = None))]
-    fn lookup_channel(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        timeout: Option<f64>,
-    ) -> PyResult<Channel> {
-        let s = self.get(py)?;
-        let ch = waiting_lookup(py, timeout, |t| s.lookup_channel(name, t))?;
-        Ok(Channel::wrap(ch))
-    }
-
-    /// The queue called ``name``, wherever it lives (see ``lookup_channel``).
-    #[pyo3(signature = (name, timeout = None))]
-    fn lookup_queue(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Queue> {
-        let s = self.get(py)?;
-        let q = waiting_lookup(py, timeout, |t| s.lookup_queue(name, t))?;
-        Ok(Queue::wrap(q))
-    }
-
-    /// The register called ``name``, wherever it lives (see ``lookup_channel``).
-    #[pyo3(signature = (name, timeout = None))]
-    fn lookup_register(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        timeout: Option<f64>,
-    ) -> PyResult<Register> {
-        let s = self.get(py)?;
-        let reg = waiting_lookup(py, timeout, |t| s.lookup_register(name, t))?;
-        Ok(Register { reg })
-    }
-
     /// The record of ``name`` if a live address space has registered it now, else ``None``.
-    fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<NameRecord>> {
+    fn record(&self, py: Python<'_>, name: &str) -> PyResult<Option<NameRecord>> {
         let s = self.get(py)?;
-        Ok(py.detach(|| s.lookup(name)).map(NameRecord::from))
+        Ok(py.detach(|| s.record(name)).map(NameRecord::from))
     }
 
     /// Every name registered in the application now.
-    fn names(&self, py: Python<'_>) -> PyResult<Vec<NameRecord>> {
+    fn records(&self, py: Python<'_>) -> PyResult<Vec<NameRecord>> {
         let s = self.get(py)?;
         Ok(py
-            .detach(|| s.names())
+            .detach(|| s.records())
             .into_iter()
             .map(NameRecord::from)
             .collect())
@@ -477,48 +375,6 @@ impl Space {
     /// Ids of the address spaces known alive, this one included.
     fn spaces(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         Ok(self.get(py)?.spaces())
-    }
-
-    /// Creates a task of this space with virtual time ``vt`` on the calling thread; it
-    /// reaches every space's containers.
-    #[pyo3(signature = (vt = 0, *, name = None, zone = 0))]
-    fn task(
-        &self,
-        py: Python<'_>,
-        vt: Timestamp,
-        name: Option<String>,
-        zone: i64,
-    ) -> PyResult<Task> {
-        let s = self.get(py)?;
-        let z = zone_id(py, zone)?;
-        let t = py
-            .detach(|| s.task_in(vt, z, name.as_deref()))
-            .map_err(|e| errors::net_error(py, e))?;
-        Ok(Task::wrap(t, Some(s)))
-    }
-
-    /// Starts ``target(task, *args)`` on a new thread with a new task of this space (virtual
-    /// time ``vt``); the task exits when ``target`` returns. Returns the thread.
-    #[pyo3(signature = (target, *args, vt = 0, name = None, zone = 0, daemon = false))]
-    #[allow(clippy::too_many_arguments)] // the Python signature
-    fn spawn(
-        &self,
-        py: Python<'_>,
-        target: &Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        vt: Timestamp,
-        name: Option<String>,
-        zone: i64,
-        daemon: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let task = self.task(py, vt, name, zone)?;
-        self.threads.spawn(py, task, target, args, daemon)
-    }
-
-    /// Joins every thread started by ``spawn``; raises the first exception one of them raised.
-    #[pyo3(signature = (timeout = None))]
-    fn join_all(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        self.threads.join_all(py, timeout)
     }
 
     /// What holds ``zone``'s watermark in every live address space, this one first.
@@ -552,9 +408,10 @@ impl Space {
 
     /// Leaves the application: this space's names go, and the others release what it held
     /// at once rather than after the lease. Leaving twice is harmless.
-    fn leave(&self, py: Python<'_>) {
-        if let Some(s) = lock(&self.space).take() {
-            py.detach(|| s.leave());
+    fn leave(slf: &Bound<'_, Self>) {
+        slf.as_super().get().mark_left();
+        if let Some(s) = lock(&slf.get().space).take() {
+            slf.py().detach(|| s.leave());
         }
     }
 
@@ -563,13 +420,12 @@ impl Space {
     }
 
     fn __exit__(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         _t: Option<Bound<'_, PyAny>>,
         _e: Option<Bound<'_, PyAny>>,
         _tb: Option<Bound<'_, PyAny>>,
     ) {
-        self.leave(py);
+        Self::leave(slf);
     }
 
     fn __repr__(&self) -> String {

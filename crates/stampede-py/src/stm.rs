@@ -31,7 +31,6 @@ use stampede_core::{
     Container, ContainerOptions, GetError, InputConnection, OutputConnection, PutOptions,
     Timestamp, Wait, ZoneId, INFINITY,
 };
-use stampede_net as net;
 
 use crate::errors::{self, Exc};
 use crate::items;
@@ -207,16 +206,20 @@ pub(crate) fn options(
 /// A background collector reclaims items below the watermark every ``gc_interval`` seconds
 /// (``None``: only on demand, through ``collect`` and full bounded containers).
 ///
-/// ``Space.runtime`` is the runtime of an address space: its containers and tasks are this
-/// process's alone, and its collector runs until the space leaves.
-#[pyclass(module = "stampede", frozen)]
+/// A ``Space`` is a runtime joined to a distributed application: the same methods then
+/// name containers application-wide and find them wherever they live, so a program written
+/// against ``Runtime`` runs unchanged on either. Its collector runs until the space leaves.
+#[pyclass(module = "stampede", frozen, subclass)]
 pub(crate) struct Runtime {
     rt: core::Runtime,
     threads: Threads,
     // A name is a reference: named containers live as long as the runtime.
     named: Mutex<Vec<core::Named>>,
-    // A space's runtime: its space stops the collector when it leaves.
-    of_space: bool,
+    // A space's runtime: naming and lookups may cross the network (run without the GIL),
+    // and its space stops the collector when it leaves.
+    joined: bool,
+    // Its space left: no more containers, lookups or tasks.
+    left: AtomicBool,
 }
 
 impl Runtime {
@@ -226,7 +229,49 @@ impl Runtime {
             rt,
             threads: Threads::default(),
             named: Mutex::new(Vec::new()),
-            of_space: true,
+            joined: true,
+            left: AtomicBool::new(false),
+        }
+    }
+
+    /// Its address space left the application.
+    pub(crate) fn mark_left(&self) {
+        self.left.store(true, Ordering::Release);
+    }
+
+    /// Fails with ``Closed`` once the runtime's address space left.
+    fn open(&self, py: Python<'_>) -> PyResult<()> {
+        if self.left.load(Ordering::Acquire) {
+            return Err(errors::raise(
+                py,
+                Exc::Closed,
+                ("the address space has left its application",),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Keeps a named container alive as long as the runtime, and wraps it.
+    fn keep(&self, c: core::Named) -> core::Named {
+        lock(&self.named).push(c.clone());
+        c
+    }
+
+    /// Runs a lookup that waits up to `timeout` in slices, so signals are seen between them.
+    fn waiting_lookup<T: Send>(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        f: impl Fn(&core::Runtime, Duration) -> Result<T, core::StmError> + Sync,
+    ) -> PyResult<T> {
+        self.open(py)?;
+        let deadline = deadline(py, timeout)?;
+        loop {
+            let (slice, last) = next_slice(deadline);
+            match run(py, !self.joined && slice.is_zero(), || f(&self.rt, slice)) {
+                Err(core::StmError::NotFound(_)) if !last => py.check_signals()?,
+                r => return r.map_err(|e| errors::stm_error(py, e)),
+            }
         }
     }
 }
@@ -298,7 +343,8 @@ impl Runtime {
             rt: core::Runtime::builder().gc_interval(every).build(),
             threads: Threads::default(),
             named: Mutex::new(Vec::new()),
-            of_space: false,
+            joined: false,
+            left: AtomicBool::new(false),
         })
     }
 
@@ -311,13 +357,13 @@ impl Runtime {
         capacity: Option<i64>,
         zone: i64,
     ) -> PyResult<Channel> {
+        self.open(py)?;
         let named = name.is_some();
-        let ch = self
-            .rt
-            .channel(options(py, name, capacity, zone)?)
+        let opts = options(py, name, capacity, zone)?;
+        let ch = run(py, !self.joined, || self.rt.channel(opts))
             .map_err(|e| errors::stm_error(py, e))?;
         if named {
-            lock(&self.named).push(core::Named::Channel(ch.clone()));
+            self.keep(core::Named::Channel(ch.clone()));
         }
         Ok(Channel::wrap(ch))
     }
@@ -331,13 +377,13 @@ impl Runtime {
         capacity: Option<i64>,
         zone: i64,
     ) -> PyResult<Queue> {
+        self.open(py)?;
         let named = name.is_some();
-        let q = self
-            .rt
-            .queue(options(py, name, capacity, zone)?)
-            .map_err(|e| errors::stm_error(py, e))?;
+        let opts = options(py, name, capacity, zone)?;
+        let q =
+            run(py, !self.joined, || self.rt.queue(opts)).map_err(|e| errors::stm_error(py, e))?;
         if named {
-            lock(&self.named).push(core::Named::Queue(q.clone()));
+            self.keep(core::Named::Queue(q.clone()));
         }
         Ok(Queue::wrap(q))
     }
@@ -345,18 +391,53 @@ impl Runtime {
     /// Creates a register: one overwritable value.
     #[pyo3(signature = (name = None, *, zone = 0))]
     fn register(&self, py: Python<'_>, name: Option<String>, zone: i64) -> PyResult<Register> {
+        self.open(py)?;
         let named = name.is_some();
-        let r = self
-            .rt
-            .register(options(py, name, None, zone)?)
+        let opts = options(py, name, None, zone)?;
+        let r = run(py, !self.joined, || self.rt.register(opts))
             .map_err(|e| errors::stm_error(py, e))?;
         if named {
-            lock(&self.named).push(core::Named::Register(r.clone()));
+            self.keep(core::Named::Register(r.clone()));
         }
         Ok(Register { reg: r })
     }
 
-    /// The live container registered under ``name``, or ``None``.
+    /// The channel called ``name``, waiting up to ``timeout`` seconds (``None``: until it
+    /// appears): in this runtime, or anywhere in the application for a ``Space``. Raises
+    /// ``NotFound`` when it does not appear in time, ``WrongKind`` when the name is not a
+    /// channel's.
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_channel(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<Channel> {
+        let ch = self.waiting_lookup(py, timeout, |rt, t| rt.lookup_channel(name, t))?;
+        Ok(Channel::wrap(ch))
+    }
+
+    /// The queue called ``name`` (see ``lookup_channel``).
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_queue(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Queue> {
+        let q = self.waiting_lookup(py, timeout, |rt, t| rt.lookup_queue(name, t))?;
+        Ok(Queue::wrap(q))
+    }
+
+    /// The register called ``name`` (see ``lookup_channel``).
+    #[pyo3(signature = (name, timeout = None))]
+    fn lookup_register(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<Register> {
+        let reg = self.waiting_lookup(py, timeout, |rt, t| rt.lookup_register(name, t))?;
+        Ok(Register { reg })
+    }
+
+    /// The live container registered under ``name`` in this runtime, or ``None`` (no
+    /// waiting, nothing asked of other address spaces).
     fn lookup(&self, py: Python<'_>, name: &str) -> PyResult<Option<Py<PyAny>>> {
         Ok(match self.rt.lookup(name) {
             None => None,
@@ -372,7 +453,8 @@ impl Runtime {
         self.rt.names()
     }
 
-    /// Creates a task with virtual time ``vt`` on the calling thread.
+    /// Creates a task with virtual time ``vt`` on the calling thread (in a ``Space``, it
+    /// reaches every address space's containers).
     #[pyo3(signature = (vt = 0, *, name = None, zone = 0))]
     fn task(
         &self,
@@ -381,6 +463,7 @@ impl Runtime {
         name: Option<String>,
         zone: i64,
     ) -> PyResult<Task> {
+        self.open(py)?;
         let mut b = self
             .rt
             .task_builder()
@@ -389,8 +472,9 @@ impl Runtime {
         if let Some(n) = name {
             b = b.name(n);
         }
-        let t = b.create().map_err(|e| errors::stm_error(py, e))?;
-        Ok(Task::wrap(t, None))
+        // A joined runtime publishes its marks before the task can reach other spaces.
+        let t = run(py, !self.joined, || b.create()).map_err(|e| errors::stm_error(py, e))?;
+        Ok(Task::wrap(t, self.joined))
     }
 
     /// Starts ``target(task, *args)`` on a new thread with a new task (virtual time ``vt``);
@@ -446,7 +530,7 @@ impl Runtime {
     /// Stops the background collector (passes still run on demand). A space's runtime
     /// collects until the space leaves.
     fn close(&self) {
-        if !self.of_space {
+        if !self.joined {
             self.rt.stop_collector();
         }
     }
@@ -475,20 +559,21 @@ impl Runtime {
 #[pyclass(module = "stampede", frozen)]
 pub(crate) struct Task {
     task: Mutex<Option<Arc<core::Task>>>,
-    /// The address space the task was made in, for named children.
-    space: Option<net::Space>,
+    /// A task of a joined runtime: its exit may tell other address spaces, so it drops
+    /// without the GIL.
+    joined: bool,
     id: u64,
     name: String,
     zone: u32,
 }
 
 impl Task {
-    pub(crate) fn wrap(t: core::Task, space: Option<net::Space>) -> Task {
+    pub(crate) fn wrap(t: core::Task, joined: bool) -> Task {
         Task {
             id: t.id().0,
             name: t.name().to_owned(),
             zone: t.zone().0,
-            space,
+            joined,
             task: Mutex::new(Some(Arc::new(t))),
         }
     }
@@ -502,36 +587,12 @@ impl Task {
             )
         })
     }
-
-    /// A child in an address space with a name: stampede-net names no children, so this
-    /// checks rule 2 as the core does and creates the task in the space.
-    fn named_child_in_space(
-        py: Python<'_>,
-        t: &core::Task,
-        space: &net::Space,
-        vt: Timestamp,
-        name: &str,
-    ) -> PyResult<core::Task> {
-        let visibility = t.visibility();
-        if vt < visibility {
-            return Err(errors::stm_error(
-                py,
-                core::StmError::BelowVisibility {
-                    requested: vt,
-                    visibility,
-                },
-            ));
-        }
-        let zone = t.zone();
-        py.detach(|| space.task_in(vt, zone, Some(name)))
-            .map_err(|e| errors::net_error(py, e))
-    }
 }
 
 impl Drop for Task {
     fn drop(&mut self) {
         if let Some(t) = lock(&self.task).take() {
-            if self.space.is_some() {
+            if self.joined {
                 drop_detached(t);
             }
         }
@@ -695,21 +756,12 @@ impl Task {
     fn child(&self, py: Python<'_>, vt: Option<Timestamp>, name: Option<String>) -> PyResult<Task> {
         let t = self.get(py)?;
         let vt = vt.unwrap_or(INFINITY);
-        let child = match (&self.space, name) {
-            (Some(space), Some(n)) => {
-                let c = Self::named_child_in_space(py, &t, space, vt, &n)?;
-                return Ok(Task::wrap(c, self.space.clone()));
-            }
-            (_, name) => {
-                let mut b = t.child().virtual_time(vt);
-                if let Some(n) = name {
-                    b = b.name(n);
-                }
-                b.create()
-            }
-        };
-        let child = child.map_err(|e| errors::stm_error(py, e))?;
-        Ok(Task::wrap(child, self.space.clone()))
+        let mut b = t.child().virtual_time(vt);
+        if let Some(n) = name {
+            b = b.name(n);
+        }
+        let child = b.create().map_err(|e| errors::stm_error(py, e))?;
+        Ok(Task::wrap(child, self.joined))
     }
 
     /// A pacer ticking every ``period`` seconds (see ``Pacer``).

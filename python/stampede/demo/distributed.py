@@ -95,42 +95,6 @@ def stages(role: str, workers: int) -> list[tuple[str, Callable[..., Any], int]]
     return out
 
 
-class Placement:
-    """A process's containers: it creates those its role owns, registering their names
-    application-wide, and looks up the others' (a :class:`~.pipeline.Containers`)."""
-
-    def __init__(self, space: sp.Space, role: str) -> None:
-        self.space, self.role = space, role
-
-    def _owns(self, name: str | None) -> bool:
-        return name is None or name.removeprefix("kiosk/") in OWNS[self.role]
-
-    def channel(
-        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
-    ) -> sp.Channel:
-        """The channel: created here, or found by name."""
-        if self._owns(name):
-            return self.space.channel(name, capacity=capacity, zone=zone)
-        assert name is not None
-        return self.space.lookup_channel(name, timeout=LOOKUP_TIMEOUT)
-
-    def queue(
-        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
-    ) -> sp.Queue:
-        """The queue: created here, or found by name."""
-        if self._owns(name):
-            return self.space.queue(name, capacity=capacity, zone=zone)
-        assert name is not None
-        return self.space.lookup_queue(name, timeout=LOOKUP_TIMEOUT)
-
-    def register(self, name: str | None = None, *, zone: int = 0) -> sp.Register:
-        """The register: created here, or found by name."""
-        if self._owns(name):
-            return self.space.register(name, zone=zone)
-        assert name is not None
-        return self.space.lookup_register(name, timeout=LOOKUP_TIMEOUT)
-
-
 class Geometry:
     """The frame size of a video another process reads: no frames, no ground truth."""
 
@@ -272,12 +236,14 @@ def run_child(space: sp.Space, role: str, config: RunConfig) -> int:
     gone = RuntimeError("the display process went away")
     try:
         kiosk = Kiosk(
-            Placement(space, role),
+            space,
             source,
             build_models(config.targets),
             options,
             monitor,
             names=USES[role],
+            owns=OWNS[role],
+            lookup_timeout=LOOKUP_TIMEOUT,
             parties=len(mine) + 1,
         )
         threads: dict[str, sp.TaskThread[Any]] = {}

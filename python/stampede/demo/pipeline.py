@@ -38,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -198,28 +198,6 @@ class Monitor:
             return self.hits / self.scored if self.scored else float("nan")
 
 
-class Containers(Protocol):
-    """Where a run's containers come from: a :class:`stampede.Runtime` or
-    :class:`stampede.Space` creates them (by name); the distributed demo's placement creates
-    a process's own and looks up the others'."""
-
-    def channel(
-        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
-    ) -> sp.Channel:
-        """The channel called ``name``."""
-        ...
-
-    def queue(
-        self, name: str | None = None, *, capacity: int | None = None, zone: int = 0
-    ) -> sp.Queue:
-        """The queue called ``name``."""
-        ...
-
-    def register(self, name: str | None = None, *, zone: int = 0) -> sp.Register:
-        """The register called ``name``."""
-        ...
-
-
 CHANNELS = ("frames", "meta", "hsv", "change", "tracks", "lowfi")
 QUEUES = ("chunks", "blobs")
 REGISTERS = ("attention",)
@@ -230,9 +208,12 @@ CONTAINERS = CHANNELS + QUEUES + REGISTERS
 class Kiosk:
     """The containers of one pipeline run, and what its stages share.
 
-    ``names`` limits the containers to those this process's stages use (all by default);
-    ``parties`` is the number of threads that meet at ``ready`` (by default every stage, the
-    workers and the digitizer).
+    ``rt`` is a :class:`stampede.Runtime`, or a :class:`stampede.Space` (a runtime joined to
+    an application). ``names`` limits the containers to those this process's stages use (all
+    by default); of those, it creates the ones in ``owns`` (all by default) and looks the
+    others up by name, waiting up to ``lookup_timeout`` seconds for another address space
+    to create them. ``parties`` is the number of threads that meet at ``ready`` (by default
+    every stage, the workers and the digitizer).
     """
 
     frames: sp.Channel
@@ -247,13 +228,15 @@ class Kiosk:
 
     def __init__(
         self,
-        containers: Containers,
+        rt: sp.Runtime,
         source: FrameSource,
         models: list[ColorModel],
         options: PipelineOptions,
         monitor: Monitor,
         *,
         names: Collection[str] = CONTAINERS,
+        owns: Collection[str] | None = None,
+        lookup_timeout: float = 60.0,
         parties: int | None = None,
     ) -> None:
         self.source, self.models, self.options = source, models, options
@@ -265,15 +248,24 @@ class Kiosk:
             if name not in names:
                 continue
             full = f"kiosk/{name}"
+            here = owns is None or name in owns
             c: sp.Channel | sp.Queue | sp.Register
             if name in QUEUES:
                 # Room for two frames of chunks lets the splitter run one frame ahead of the
                 # workers.
-                c = containers.queue(full, capacity=2 * per_frame)
+                c = (
+                    rt.queue(full, capacity=2 * per_frame)
+                    if here
+                    else rt.lookup_queue(full, timeout=lookup_timeout)
+                )
             elif name in REGISTERS:
-                c = containers.register(full)
+                c = rt.register(full) if here else rt.lookup_register(full, lookup_timeout)
             else:
-                c = containers.channel(full, capacity=cap)
+                c = (
+                    rt.channel(full, capacity=cap)
+                    if here
+                    else rt.lookup_channel(full, timeout=lookup_timeout)
+                )
             setattr(self, name, c)
             self._opened.append(c)
         self.stop = threading.Event()
