@@ -204,7 +204,7 @@ def test_names_kinds_and_local_only_features(cluster: Cluster) -> None:
     assert frames.name == "frames"
     assert frames.capacity is None
     # What only the owner knows raises NotLocal here.
-    for local_only in (len, lambda c: c.stats(), lambda c: c.arrivals(), lambda c: c.closed):
+    for local_only in (len, lambda c: c.stats(), lambda c: c.closed):
         with pytest.raises(sp.NotLocal):
             local_only(frames)
     # The same connections as for a local channel, with the same semantics.
@@ -402,3 +402,42 @@ def test_one_program_runs_on_a_local_runtime_and_a_joined_space(cluster: Cluster
     there = program(lambda vt: space.task(vt), frames, jobs, mode)
     assert here == there
     assert len(here) == 14 and here[1] == "0 frame 0 job 0 held 0"
+
+
+def test_containers_made_in_another_space_forward_their_events(cluster: Cluster) -> None:
+    space = cluster.space
+    cluster.start("owner", 1).expect("READY")
+    [other] = [s for s in space.spaces() if s != space.id]
+    # Made there from here: it lives, is served and is named there.
+    ch = space.channel_on(other, "made/events", capacity=64)
+    assert (ch.owner, ch.name, ch.capacity) == (other, "made/events", 64)
+    record = space.record("made/events")
+    assert record is not None and record.space == other
+    arrived: list[int] = []
+    freed: list[tuple[int, object]] = []
+    sub = ch.on_arrival(arrived.append)
+    ch.on_garbage(lambda ts, value: freed.append((ts, value)))
+    with space.task(1) as t:
+        out, inp = t.attach_output(ch), t.attach_input(ch)
+        for ts in range(1, 21):
+            out.put(ts, f"v{ts}", consumers=1)
+        for ts in range(1, 21):
+            assert inp.get(ts, timeout=LONG) == (ts, f"v{ts}")
+            inp.consume(ts)
+        wait_until("every arrival is forwarded", lambda: len(arrived) == 20, LONG)
+        assert arrived == list(range(1, 21))  # in order
+        wait_until("every reclaimed item is forwarded", lambda: len(freed) == 20, LONG)
+        assert sorted(freed) == [(ts, f"v{ts}") for ts in range(1, 21)]
+        assert ch.unsubscribe(sub) and not ch.unsubscribe(sub)
+    stats = space.stats()
+    assert (stats.events_lost, stats.events_dropped) == (0, 0)
+    assert stats.events_received >= 40
+    # A queue made there, unnamed: used from here like any other.
+    q = space.queue_on(other)
+    assert q.owner == other and q.name is None
+    with space.task(30) as t:
+        t.attach_output(q).put(30, "job")
+        item = t.attach_input(q).get(timeout=LONG)
+        assert (item.ts, item.value) == (30, "job")
+    with pytest.raises(sp.NameTaken):
+        space.channel_on(other, "made/events")

@@ -24,7 +24,7 @@ use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
-use crate::notify::{Arrivals, GarbageHandler, Subscribers, SubscriptionId};
+use crate::notify::{Arrivals, GarbageHandler, Hooked, Hooks, SubscriptionId};
 use crate::sync::{
     lock, wait, AtomicBool, AtomicUsize, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering,
 };
@@ -144,8 +144,7 @@ struct State {
     /// The inbox's buffer from the previous merge, kept for its capacity.
     spare: Vec<(Timestamp, Item)>,
     put_waiters: usize,
-    subscribers: Subscribers,
-    garbage: Option<GarbageHandler>,
+    hooks: Hooks,
     stats: ChannelStats,
 }
 
@@ -342,8 +341,7 @@ impl ChannelCore {
                 last_pass: Instant::now(),
                 spare: Vec::new(),
                 put_waiters: 0,
-                subscribers: Subscribers::default(),
-                garbage: None,
+                hooks: Hooks::default(),
                 stats: ChannelStats::default(),
             })),
             inbox: CachePadded::new(Mutex::new(Inbox {
@@ -610,8 +608,8 @@ impl ChannelCore {
             st.stats.puts += 1;
             let wake = self.get_waiters.load(Ordering::Relaxed) > 0;
             drop(ib);
-            let pending = st.subscribers.pending();
-            let handler = st.garbage.clone();
+            let pending = st.hooks.subscribers.pending();
+            let handler = st.hooks.garbage();
             drop(st);
             drop(cut);
             if wake {
@@ -812,7 +810,7 @@ impl ChannelCore {
         let wake_putters =
             st.put_waiters > 0 && (!dead.is_empty() || st.consumed_since_pass >= self.wake_batch());
         let local = st.announced;
-        let handler = st.garbage.clone();
+        let handler = st.hooks.garbage();
         drop(st);
         // Waiters registered under the lock we held, so they are parked: notifying after
         // unlocking cannot be lost, and they do not wake into a held lock.
@@ -855,10 +853,10 @@ impl ChannelCore {
             ib.closed = true;
         }
         st.closed = true;
-        st.subscribers.close_all();
+        st.hooks.subscribers.close_all();
         let dead = st.release_consumed();
         self.uncount(dead.len());
-        let handler = st.garbage.clone();
+        let handler = st.hooks.garbage();
         drop(st);
         self.getters.notify_all();
         self.putters.notify_all();
@@ -878,6 +876,17 @@ impl LocalContainer for ChannelCore {
     }
     fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
         ChannelCore::attach_input(self, task, id)
+    }
+}
+
+impl Hooked for ChannelCore {
+    fn hooks<R>(&self, f: impl FnOnce(&mut Hooks, bool) -> R) -> R {
+        let mut st = self.lock();
+        let closed = st.closed;
+        let r = f(&mut st.hooks, closed);
+        // Puts take the slow path (that calls subscribers) only while there are some.
+        lock(&self.inbox).slow = !st.hooks.subscribers.is_empty();
+        r
     }
 }
 
@@ -909,7 +918,7 @@ impl Detach for ChannelCore {
         // Getters of this connection must see it is gone; puts blocked here may have space.
         let wake_getters = self.has_getters();
         let wake_putters = !dead.is_empty() && st.put_waiters > 0;
-        let handler = st.garbage.clone();
+        let handler = st.hooks.garbage();
         drop(st);
         if wake_getters {
             self.getters.notify_all();
@@ -977,7 +986,7 @@ impl Collectable for ChannelCore {
         let wake_putters = n > 0 && st.put_waiters > 0;
         // `Exact` gets parked below the new floor are now gone.
         let wake_getters = self.has_getters();
-        let handler = st.garbage.clone();
+        let handler = st.hooks.garbage();
         drop(st);
         if wake_putters {
             self.putters.notify_all();
@@ -1129,31 +1138,22 @@ impl Channel {
     /// assert_eq!(*freed.lock().unwrap(), vec![0]); // 1 is still reachable: vt is 1
     /// ```
     ///
-    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
+    /// On a channel served by another address space, its owner forwards every reclaimed item
+    /// to this space, where the handler runs on the event thread, in order.
     pub fn on_garbage(
         &self,
         handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static,
     ) -> Result<(), StmError> {
-        self.local_only()?.lock().garbage = Some(Arc::new(handler));
-        Ok(())
+        self.flavor.on_garbage(Arc::new(handler))
     }
 
-    fn local_only(&self) -> Result<&Arc<ChannelCore>, StmError> {
-        self.local().ok_or(StmError::Unsupported(
-            "arrival and garbage hooks on a channel served by another address space".into(),
-        ))
-    }
-
-    /// Calls `f` with the timestamp of every item put from now on, on the putting thread.
-    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
+    /// Calls `f` with the timestamp of every item put from now on, on the putting thread (on
+    /// a channel served by another address space, on this space's event thread, in order).
     pub fn on_arrival(
         &self,
         f: impl Fn(Timestamp) + Send + Sync + 'static,
     ) -> Result<SubscriptionId, StmError> {
-        let c = self.local_only()?;
-        let mut st = c.lock();
-        lock(&c.inbox).slow = true;
-        Ok(st.subscribers.add_callback(Arc::new(f)))
+        self.flavor.on_arrival(Arc::new(f))
     }
 
     /// An async stream of the timestamps of items put from now on, buffering up to
@@ -1170,25 +1170,12 @@ impl Channel {
     /// out.put(7, "x").unwrap();
     /// assert_eq!(futures::executor::block_on(arrivals.next()), Some(7));
     /// ```
-    ///
-    /// Fails with [`StmError::Unsupported`] on a channel served by another address space.
     pub fn arrivals(&self, capacity: usize) -> Result<Arrivals, StmError> {
-        let c = self.local_only()?;
-        let mut st = c.lock();
-        lock(&c.inbox).slow = true;
-        let (_, shared) = st.subscribers.add_stream(capacity);
-        if st.closed {
-            st.subscribers.close_all();
-        }
-        Ok(Arrivals { shared })
+        self.flavor.arrivals(capacity)
     }
 
     /// Cancels a subscription; returns whether it existed.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        let Some(c) = self.local() else { return false };
-        let mut st = c.lock();
-        let removed = st.subscribers.remove(id);
-        lock(&c.inbox).slow = !st.subscribers.is_empty();
-        removed
+        self.flavor.unsubscribe(id)
     }
 }

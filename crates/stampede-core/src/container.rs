@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::channel::{Channel, ChannelCore};
 use crate::error::StmError;
 use crate::ids::{ConnId, ContainerId};
+use crate::notify::{Arrivals, Callback, GarbageHandler, Hooked, StreamShared, SubscriptionId};
 use crate::provider;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
@@ -172,6 +173,59 @@ impl<L: LocalContainer> Flavor<L> {
             d.field("owner", &o);
         }
         d.finish()
+    }
+}
+
+/// The arrival and garbage hooks of channels and queues, written once for both flavors.
+#[allow(private_bounds)] // `Flavor` is public only to name it in the sealed trait
+impl<L: Hooked> Flavor<L> {
+    pub(crate) fn on_garbage(&self, h: GarbageHandler) -> Result<(), StmError> {
+        match self {
+            Flavor::Local(c) => c.hooks(|hooks, _| hooks.set_garbage(h)),
+            Flavor::Provided(b) => return b.on_garbage(h),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_arrival(&self, f: Callback) -> Result<SubscriptionId, StmError> {
+        match self {
+            Flavor::Local(c) => Ok(c.hooks(|hooks, _| hooks.subscribers.add_callback(f))),
+            Flavor::Provided(b) => b.on_arrival(f).map(SubscriptionId),
+        }
+    }
+
+    pub(crate) fn arrivals(&self, capacity: usize) -> Result<Arrivals, StmError> {
+        match self {
+            Flavor::Local(c) => Ok(c.hooks(|hooks, closed| {
+                let (_, shared) = hooks.subscribers.add_stream(capacity);
+                if closed {
+                    hooks.subscribers.close_all();
+                }
+                Arrivals {
+                    shared,
+                    cancel: None,
+                }
+            })),
+            Flavor::Provided(b) => {
+                let shared = StreamShared::new(capacity);
+                let sink = shared.clone();
+                let id = b.on_arrival(Arc::new(move |ts| sink.push(ts)))?;
+                let b = b.clone();
+                Ok(Arrivals {
+                    shared,
+                    cancel: Some(Box::new(move || {
+                        b.unsubscribe(id);
+                    })),
+                })
+            }
+        }
+    }
+
+    pub(crate) fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        match self {
+            Flavor::Local(c) => c.hooks(|hooks, _| hooks.subscribers.remove(id)),
+            Flavor::Provided(b) => b.unsubscribe(id.0),
+        }
     }
 }
 

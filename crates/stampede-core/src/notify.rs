@@ -15,7 +15,57 @@ use crate::time::Timestamp;
 /// A garbage handler: runs once for every item the channel reclaims.
 pub(crate) type GarbageHandler = Arc<dyn Fn(Timestamp, &Item) + Send + Sync>;
 
-type Callback = Arc<dyn Fn(Timestamp) + Send + Sync>;
+/// An arrival callback.
+pub(crate) type Callback = Arc<dyn Fn(Timestamp) + Send + Sync>;
+
+/// What a container calls back: arrival subscribers, the user's garbage handler and the
+/// provider's garbage watcher (which forwards reclaimed items to other address spaces).
+#[derive(Default)]
+pub(crate) struct Hooks {
+    pub(crate) subscribers: Subscribers,
+    user: Option<GarbageHandler>,
+    watch: Option<GarbageHandler>,
+    /// Both handlers as one, rebuilt when either changes: reclaiming clones one `Arc`.
+    garbage: Option<GarbageHandler>,
+}
+
+impl Hooks {
+    /// The handler to run for reclaimed items.
+    pub(crate) fn garbage(&self) -> Option<GarbageHandler> {
+        self.garbage.clone()
+    }
+
+    /// Installs the user's garbage handler, replacing the previous one.
+    pub(crate) fn set_garbage(&mut self, h: GarbageHandler) {
+        self.user = Some(h);
+        self.compose();
+    }
+
+    /// Installs the provider's garbage watcher, replacing the previous one.
+    pub(crate) fn set_watch(&mut self, h: GarbageHandler) {
+        self.watch = Some(h);
+        self.compose();
+    }
+
+    fn compose(&mut self) {
+        self.garbage = match (&self.user, &self.watch) {
+            (Some(u), Some(w)) => {
+                let (u, w) = (u.clone(), w.clone());
+                Some(Arc::new(move |ts, item: &Item| {
+                    u(ts, item);
+                    w(ts, item);
+                }))
+            }
+            (u, w) => u.clone().or_else(|| w.clone()),
+        };
+    }
+}
+
+/// A container kind that lives here and has hooks.
+pub(crate) trait Hooked {
+    /// Runs `f` with the hooks and whether the container is closed, under its lock.
+    fn hooks<R>(&self, f: impl FnOnce(&mut Hooks, bool) -> R) -> R;
+}
 
 /// Identifies a subscription so it can be cancelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,15 +118,7 @@ impl Subscribers {
     pub(crate) fn add_stream(&mut self, capacity: usize) -> (SubscriptionId, Arc<StreamShared>) {
         let id = SubscriptionId(self.next);
         self.next += 1;
-        let shared = Arc::new(StreamShared {
-            buf: Mutex::new(StreamBuf {
-                queue: VecDeque::new(),
-                capacity: capacity.max(1),
-                dropped: 0,
-                waker: None,
-                closed: false,
-            }),
-        });
+        let shared = StreamShared::new(capacity);
         self.sinks.push((id, Sink::Stream(shared.clone())));
         (id, shared)
     }
@@ -137,7 +179,19 @@ impl Pending {
 }
 
 impl StreamShared {
-    fn push(&self, ts: Timestamp) {
+    pub(crate) fn new(capacity: usize) -> Arc<StreamShared> {
+        Arc::new(StreamShared {
+            buf: Mutex::new(StreamBuf {
+                queue: VecDeque::new(),
+                capacity: capacity.max(1),
+                dropped: 0,
+                waker: None,
+                closed: false,
+            }),
+        })
+    }
+
+    pub(crate) fn push(&self, ts: Timestamp) {
         let waker = {
             let mut b = lock(&self.buf);
             if b.queue.len() >= b.capacity {
@@ -168,9 +222,20 @@ impl StreamShared {
 ///
 /// The stream buffers up to its capacity; when the consumer falls behind, the oldest
 /// notifications are dropped and counted in [`dropped`](Arrivals::dropped). It ends when
-/// the container is closed.
+/// the container is closed (a container served by another address space: when the stream
+/// is dropped).
 pub struct Arrivals {
     pub(crate) shared: Arc<StreamShared>,
+    /// Cancels the subscription behind a stream of a provided container.
+    pub(crate) cancel: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl Drop for Arrivals {
+    fn drop(&mut self) {
+        if let Some(c) = self.cancel.take() {
+            c();
+        }
+    }
 }
 
 impl fmt::Debug for Arrivals {

@@ -86,6 +86,7 @@ use crate::container::{ContainerOptions, Flavor, Named};
 use crate::error::{GetError, PutError, StmError};
 use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::item::Item;
+use crate::notify::Hooked;
 use crate::queue::Queue;
 use crate::register::Register;
 use crate::runtime::Runtime;
@@ -117,6 +118,51 @@ pub trait Backend: Send + Sync + 'static {
     /// Attaches `task` for getting (`input`) or putting. The core has checked that the task
     /// is alive and, for output, that the zones match.
     fn attach(&self, task: &TaskRef, input: bool) -> Result<Box<dyn Link>, StmError>;
+    /// Calls `f` with the timestamp of every item put from now on, in order; returns the
+    /// subscription's id for [`unsubscribe`](Backend::unsubscribe).
+    fn on_arrival(&self, f: ArrivalCallback) -> Result<u64, StmError> {
+        drop(f);
+        Err(StmError::Unsupported(
+            format!("arrival callbacks on a container of {}", self.owner()).into(),
+        ))
+    }
+    /// Cancels an arrival subscription; whether it existed.
+    fn unsubscribe(&self, id: u64) -> bool {
+        let _ = id;
+        false
+    }
+    /// Runs `h` for every item reclaimed from now on, in order, replacing this space's
+    /// previous handler of the container.
+    fn on_garbage(&self, h: GarbageCallback) -> Result<(), StmError> {
+        drop(h);
+        Err(StmError::Unsupported(
+            format!("garbage handlers on a container of {}", self.owner()).into(),
+        ))
+    }
+}
+
+/// An arrival callback.
+pub type ArrivalCallback = Arc<dyn Fn(Timestamp) + Send + Sync>;
+/// A garbage handler.
+pub type GarbageCallback = Arc<dyn Fn(Timestamp, &Item) + Send + Sync>;
+
+/// Runs `h`, besides the user's garbage handler, for every item `container` reclaims: how a
+/// provider forwards garbage to other address spaces. Replaces the previous watcher; fails
+/// for registers (outside garbage collection) and containers served elsewhere.
+pub fn watch_garbage(container: &Named, h: GarbageCallback) -> Result<(), StmError> {
+    let unsupported = |what: &str| Err(StmError::Unsupported(what.to_owned().into()));
+    match container {
+        Named::Channel(c) => match &c.flavor {
+            Flavor::Local(l) => l.hooks(|hooks, _| hooks.set_watch(h)),
+            Flavor::Provided(_) => return unsupported("watching a provided channel"),
+        },
+        Named::Queue(q) => match &q.flavor {
+            Flavor::Local(l) => l.hooks(|hooks, _| hooks.set_watch(h)),
+            Flavor::Provided(_) => return unsupported("watching a provided queue"),
+        },
+        _ => return unsupported("garbage of a register (registers are outside collection)"),
+    }
+    Ok(())
 }
 
 /// A put, as the core hands it to a [`Link`].

@@ -10,7 +10,7 @@ use crate::error::{GetError, Neighbors, PutError, PutErrorKind, StmError};
 use crate::gc::{Collectable, Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId};
 use crate::item::Item;
-use crate::notify::{Arrivals, GarbageHandler, Subscribers, SubscriptionId};
+use crate::notify::{Arrivals, Hooked, Hooks, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, ZoneId, INFINITY};
@@ -65,8 +65,7 @@ struct State {
     closed: bool,
     get_waiters: usize,
     put_waiters: usize,
-    subscribers: Subscribers,
-    garbage: Option<GarbageHandler>,
+    hooks: Hooks,
     stats: QueueStats,
 }
 
@@ -103,8 +102,7 @@ impl QueueCore {
                 closed: false,
                 get_waiters: 0,
                 put_waiters: 0,
-                subscribers: Subscribers::default(),
-                garbage: None,
+                hooks: Hooks::default(),
                 stats: QueueStats::default(),
             }),
             getters: Condvar::new(),
@@ -196,7 +194,7 @@ impl QueueCore {
             if st.get_waiters > 0 {
                 self.getters.notify_one();
             }
-            let pending = st.subscribers.pending();
+            let pending = st.hooks.subscribers.pending();
             drop(st);
             drop(cut);
             if let Some(p) = pending {
@@ -280,7 +278,7 @@ impl QueueCore {
         }
         st.stats.consumed += 1;
         self.zone.reclaimed.fetch_add(1, Ordering::Relaxed);
-        let handler = st.garbage.clone();
+        let handler = st.hooks.garbage();
         drop(st);
         if let Some(h) = handler {
             h(e.ts, &e.item);
@@ -292,7 +290,7 @@ impl QueueCore {
     pub(crate) fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
-        st.subscribers.close_all();
+        st.hooks.subscribers.close_all();
         self.getters.notify_all();
         self.putters.notify_all();
     }
@@ -310,6 +308,14 @@ impl LocalContainer for QueueCore {
     }
     fn attach_input(&self, task: &Arc<TaskInner>, id: ConnId) -> Result<(), StmError> {
         QueueCore::attach_input(self, task, id)
+    }
+}
+
+impl Hooked for QueueCore {
+    fn hooks<R>(&self, f: impl FnOnce(&mut Hooks, bool) -> R) -> R {
+        let mut st = self.lock();
+        let closed = st.closed;
+        f(&mut st.hooks, closed)
     }
 }
 
@@ -425,11 +431,6 @@ impl Queue {
             Flavor::Provided(_) => None,
         }
     }
-    fn local_only(&self) -> Result<&Arc<QueueCore>, StmError> {
-        self.local().ok_or(StmError::Unsupported(
-            "arrival and garbage hooks on a queue served by another address space".into(),
-        ))
-    }
     /// The registered name, if any.
     pub fn name(&self) -> Option<&str> {
         self.flavor.name()
@@ -475,40 +476,27 @@ impl Queue {
             Flavor::Provided(b) => b.close(),
         }
     }
-    /// Installs the garbage handler, run once for every consumed item. Fails with
-    /// [`StmError::Unsupported`] on a queue served by another address space.
+    /// Installs the garbage handler, run once for every consumed item (on a queue served by
+    /// another address space, forwarded by its owner and run here on the event thread).
     pub fn on_garbage(
         &self,
         handler: impl Fn(Timestamp, &Item) + Send + Sync + 'static,
     ) -> Result<(), StmError> {
-        self.local_only()?.lock().garbage = Some(Arc::new(handler));
-        Ok(())
+        self.flavor.on_garbage(Arc::new(handler))
     }
-    /// Calls `f` with the timestamp of every item put from now on. Fails with
-    /// [`StmError::Unsupported`] on a queue served by another address space.
+    /// Calls `f` with the timestamp of every item put from now on.
     pub fn on_arrival(
         &self,
         f: impl Fn(Timestamp) + Send + Sync + 'static,
     ) -> Result<SubscriptionId, StmError> {
-        Ok(self
-            .local_only()?
-            .lock()
-            .subscribers
-            .add_callback(Arc::new(f)))
+        self.flavor.on_arrival(Arc::new(f))
     }
-    /// An async stream of the timestamps of items put from now on. Fails with
-    /// [`StmError::Unsupported`] on a queue served by another address space.
+    /// An async stream of the timestamps of items put from now on.
     pub fn arrivals(&self, capacity: usize) -> Result<Arrivals, StmError> {
-        let mut st = self.local_only()?.lock();
-        let (_, shared) = st.subscribers.add_stream(capacity);
-        if st.closed {
-            st.subscribers.close_all();
-        }
-        Ok(Arrivals { shared })
+        self.flavor.arrivals(capacity)
     }
     /// Cancels a subscription; returns whether it existed.
     pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
-        self.local()
-            .is_some_and(|c| c.lock().subscribers.remove(id))
+        self.flavor.unsubscribe(id)
     }
 }

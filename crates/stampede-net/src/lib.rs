@@ -41,6 +41,7 @@
 mod config;
 mod endpoint;
 mod error;
+mod events;
 mod remote;
 mod server;
 mod space;

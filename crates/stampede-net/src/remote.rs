@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stampede_core::provider::{self, Backend, Consume, Got, Link, Put, TaskRef as CoreTask};
+use stampede_core::provider::{
+    self, ArrivalCallback, Backend, Consume, GarbageCallback, Got, Link, Put, TaskRef as CoreTask,
+};
 use stampede_core::{
     Channel, ContainerId, ErrorCode as Code, Figures, GetError, Item, Neighbors, PutError,
     PutErrorKind, Queue, Register, Selector, StmError, Timestamp, Wait, ZoneId,
@@ -14,6 +16,7 @@ use stampede_core::{
 use zenoh::Wait as _;
 
 use crate::error::zenoh_text;
+use crate::events::Events;
 use crate::space::{lock, Shared};
 use crate::wire::{self, ErrorCode, Kind, NameRecord, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
@@ -81,7 +84,7 @@ pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, Str
 }
 
 /// Sends without waiting for the answer (detaches and exits, which cannot fail usefully).
-fn send(sh: &Shared, owner: &str, req: &Request) {
+pub(crate) fn send(sh: &Shared, owner: &str, req: &Request) {
     if sh.is_dead(owner) {
         return;
     }
@@ -189,7 +192,7 @@ fn put_kind(r: Reply, owner: &str) -> PutErrorKind {
         .unwrap_or(PutErrorKind::Unreachable)
 }
 
-fn stm_error(r: Reply, owner: &str) -> StmError {
+pub(crate) fn stm_error(r: Reply, owner: &str) -> StmError {
     let Some((code, figures, text)) = failure(r.clone(), owner) else {
         return StmError::Unreachable(match r {
             Reply::Error { text, .. } => format!("{owner}: {text}"),
@@ -236,7 +239,7 @@ impl Backend for Remote {
         ZoneId(self.rec.zone)
     }
     fn name(&self) -> Option<&str> {
-        Some(&self.rec.name)
+        (!self.rec.name.is_empty()).then_some(self.rec.name.as_str())
     }
     fn owner(&self) -> &str {
         &self.rec.space
@@ -253,6 +256,20 @@ impl Backend for Remote {
             Ok(other) => Err(stm_error(other, &self.rec.space)),
             Err(e) => Err(StmError::Unreachable(e)),
         }
+    }
+    fn on_arrival(&self, f: ArrivalCallback) -> Result<u64, StmError> {
+        Events::on_arrival(&self.sh, &self.rec.space, self.rec.container, f)
+    }
+    fn unsubscribe(&self, id: u64) -> bool {
+        Events::unsubscribe_arrival(&self.sh, &self.rec.space, self.rec.container, id)
+    }
+    fn on_garbage(&self, h: GarbageCallback) -> Result<(), StmError> {
+        if self.rec.kind == Kind::Register {
+            return Err(StmError::Unsupported(
+                "garbage handlers on a register (registers are outside collection)".into(),
+            ));
+        }
+        Events::on_garbage(&self.sh, &self.rec.space, self.rec.container, h)
     }
     fn attach(&self, task: &CoreTask, input: bool) -> Result<Box<dyn Link>, StmError> {
         if !task.runtime().same(&self.sh.rt) {

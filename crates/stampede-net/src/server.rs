@@ -13,14 +13,15 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::provider;
 use stampede_core::{
-    Container as _, GetError, InputConnection, Item, Named, OutputConnection, PutError, PutOptions,
-    StmError, Wait, ZoneId,
+    Container as _, ContainerOptions, GetError, InputConnection, Item, Named, OutputConnection,
+    PutError, PutOptions, StmError, Wait, ZoneId,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
 
+use crate::events::Events;
 use crate::space::{lock, Shared, ZoneWatermark};
-use crate::wire::{self, ErrorCode, Reply, Request, TaskRef, WireItem};
+use crate::wire::{self, ErrorCode, Kind, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
 use stampede_core::ErrorCode as Code;
 
@@ -373,7 +374,64 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 text: w.text,
             })
         }
+        Request::Create {
+            kind,
+            name,
+            zone,
+            capacity,
+            meta,
+        } => create(sh, *kind, name, *zone, *capacity, meta).map_err(|e| stm_error(&e)),
+        Request::Subscribe {
+            space,
+            container,
+            event,
+        } => Events::subscribe(sh, *container, *event, space),
+        Request::Unsubscribe {
+            space,
+            container,
+            event,
+        } => {
+            sh.events.unsubscribe(*container, *event, space);
+            Ok(Reply::Ok)
+        }
     }
+}
+
+/// Creates a container here for another address space: a named one through the runtime,
+/// which registers its name application-wide; an unnamed one is served without a name.
+fn create(
+    sh: &Shared,
+    kind: Kind,
+    name: &str,
+    zone: u32,
+    capacity: u64,
+    meta: &str,
+) -> Result<Reply, StmError> {
+    let mut opts = if capacity == 0 {
+        ContainerOptions::unbounded()
+    } else {
+        let n = usize::try_from(capacity)
+            .map_err(|_| StmError::InvalidArgument("capacity does not fit here".into()))?;
+        ContainerOptions::bounded(n)
+    };
+    opts = opts.zone(ZoneId(zone)).meta(meta);
+    if !name.is_empty() {
+        opts = opts.name(name);
+    }
+    let c = match kind {
+        Kind::Channel => Named::Channel(sh.rt.channel(opts)?),
+        Kind::Queue => Named::Queue(sh.rt.queue(opts)?),
+        Kind::Register => Named::Register(sh.rt.register(opts)?),
+        other => {
+            return Err(StmError::Unsupported(
+                format!("creating a {other} for another address space").into(),
+            ))
+        }
+    };
+    let id = c.id().0;
+    let name = (!name.is_empty()).then(|| name.to_owned());
+    lock(&sh.owned).entry(id).or_insert((c, name));
+    Ok(Reply::Created { container: id })
 }
 
 /// This space's watermark explanation for `zone`.
@@ -419,6 +477,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         | Request::Put { task, .. }
         | Request::Get { task, .. }
         | Request::Consume { task, .. } => Some(&task.space),
+        Request::Subscribe { space, .. } | Request::Unsubscribe { space, .. } => Some(space),
         _ => None,
     };
     if let Some(space) = from {
@@ -433,6 +492,14 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
             );
             return;
         }
+    }
+    // Creating a named container asks the name server: never on Zenoh's own threads.
+    if matches!(req, Request::Create { .. }) {
+        let job_sh = sh.clone();
+        sh.pool.run(Box::new(move || {
+            reply(&q, &execute(&job_sh, &req, Wait::Never));
+        }));
+        return;
     }
     let wait = wait_of(&req);
     let first = execute(sh, &req, Wait::Never);

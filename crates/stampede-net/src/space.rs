@@ -8,13 +8,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::provider::{self, Directory};
 use stampede_core::{
-    ContainerOptions, Item, Named, Runtime, StmError, Timestamp, ZoneId, INFINITY,
+    Channel, ContainerOptions, Item, Named, Queue, Register, Runtime, StmError, Timestamp, ZoneId,
+    INFINITY,
 };
 use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait as _};
 
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
+use crate::events::Events;
 use crate::remote;
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
@@ -77,6 +79,7 @@ pub(crate) struct Shared {
     pub(crate) pool: server::Pool,
     pub(crate) next_conn: AtomicU64,
     pub(crate) counters: Counters,
+    pub(crate) events: Events,
     /// Zenoh entities that live as long as the space.
     keep: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
@@ -96,6 +99,11 @@ pub(crate) struct Counters {
     pub(crate) push_received: AtomicU64,
     /// Shared with the callbacks of consumes sent without waiting.
     pub(crate) consume_failed: Arc<AtomicU64>,
+    pub(crate) events_sent: AtomicU64,
+    pub(crate) events_received: AtomicU64,
+    /// Shared with the owner's event hooks.
+    pub(crate) events_dropped: Arc<AtomicU64>,
+    pub(crate) events_lost: AtomicU64,
 }
 
 /// A snapshot of an address space's counters.
@@ -122,6 +130,15 @@ pub struct SpaceStats {
     pub push_received: u64,
     /// Channel consumes (sent without waiting) that their owner refused or never answered.
     pub consume_failed: u64,
+    /// Arrival and garbage events sent to subscribed spaces (one per subscriber).
+    pub events_sent: u64,
+    /// Events received from owners and dispatched to callbacks here.
+    pub events_received: u64,
+    /// Events dropped because a queue was full or a send failed (here, as owner or as
+    /// subscriber).
+    pub events_dropped: u64,
+    /// Events an owner numbered that never arrived here (gaps in the numbering).
+    pub events_lost: u64,
 }
 
 impl Shared {
@@ -148,6 +165,7 @@ impl Shared {
             keys.into_iter().filter_map(|k| s.remove(&k)).collect()
         };
         drop(gone);
+        self.events.space_left(space);
         for z in self.rt.zones() {
             provider::set_external_term(&self.rt, z, space, None);
         }
@@ -404,6 +422,7 @@ impl Space {
         let id = session.zid().to_string();
         let rt = Runtime::new();
         let (push_tx, push_rx) = crossbeam_channel::bounded(PUSH_BACKLOG);
+        let (events, queues) = Events::new();
         let sh = Arc::new(Shared {
             app: app.to_owned(),
             id,
@@ -424,10 +443,13 @@ impl Space {
             push_tx,
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
+            events,
             keep: Mutex::default(),
         });
         let space = Space { sh };
         space.start(push_rx)?;
+        let sub = Events::start(&space.sh, queues).map_err(NetError::Connect)?;
+        space.keep(sub);
         // From now on the runtime's names and lookups are the application's.
         let names: Arc<dyn Directory> = Arc::new(Names {
             sh: Arc::downgrade(&space.sh),
@@ -682,6 +704,10 @@ impl Space {
             push_skipped: l(&c.push_skipped),
             push_received: l(&c.push_received),
             consume_failed: l(&c.consume_failed),
+            events_sent: l(&c.events_sent),
+            events_received: l(&c.events_received),
+            events_dropped: l(&c.events_dropped),
+            events_lost: l(&c.events_lost),
         }
     }
 
@@ -734,6 +760,83 @@ impl Space {
             zone: 0,
             capacity: 0,
             meta: meta.to_owned(),
+        })
+    }
+
+    /// Creates a channel owned and served by the address space `space` (one of
+    /// [`spaces`](Space::spaces)); a name registers it application-wide there. This space
+    /// uses it like any other space's container.
+    pub fn channel_on(&self, space: &str, opts: ContainerOptions) -> Result<Channel, NetError> {
+        match self.create_on(space, Kind::Channel, opts)? {
+            Named::Channel(c) => Ok(c),
+            _ => unreachable!("created a channel"),
+        }
+    }
+
+    /// Creates a queue owned by `space` (see [`channel_on`](Space::channel_on)).
+    pub fn queue_on(&self, space: &str, opts: ContainerOptions) -> Result<Queue, NetError> {
+        match self.create_on(space, Kind::Queue, opts)? {
+            Named::Queue(q) => Ok(q),
+            _ => unreachable!("created a queue"),
+        }
+    }
+
+    /// Creates a register owned by `space` (see [`channel_on`](Space::channel_on)).
+    pub fn register_on(&self, space: &str, opts: ContainerOptions) -> Result<Register, NetError> {
+        match self.create_on(space, Kind::Register, opts)? {
+            Named::Register(r) => Ok(r),
+            _ => unreachable!("created a register"),
+        }
+    }
+
+    fn create_on(
+        &self,
+        space: &str,
+        kind: Kind,
+        opts: ContainerOptions,
+    ) -> Result<Named, NetError> {
+        let rt = &self.sh.rt;
+        if space == self.sh.id {
+            return Ok(match kind {
+                Kind::Channel => Named::Channel(rt.channel(opts)?),
+                Kind::Queue => Named::Queue(rt.queue(opts)?),
+                _ => Named::Register(rt.register(opts)?),
+            });
+        }
+        if opts.capacity == Some(0) {
+            return Err(StmError::InvalidArgument("capacity must be at least 1".into()).into());
+        }
+        if let Some(n) = &opts.name {
+            if !valid_name(n) {
+                return Err(StmError::InvalidName(n.clone()).into());
+            }
+        }
+        let req = wire::Request::Create {
+            kind,
+            name: opts.name.clone().unwrap_or_default(),
+            zone: opts.zone.0,
+            capacity: opts.capacity.map_or(0, |c| c as u64),
+            meta: opts.meta.clone(),
+        };
+        let container = match remote::call(&self.sh, space, &req) {
+            Ok(wire::Reply::Created { container }) => container,
+            Ok(other) => return Err(remote::stm_error(other, space).into()),
+            Err(e) => return Err(NetError::Unreachable(e)),
+        };
+        let rec = NameRecord {
+            name: opts.name.unwrap_or_default(),
+            space: space.to_owned(),
+            kind,
+            container,
+            zone: opts.zone.0,
+            capacity: opts.capacity.map_or(0, |c| c as u64),
+            meta: opts.meta,
+        };
+        let sh = self.sh.clone();
+        Ok(match kind {
+            Kind::Channel => Named::Channel(remote::channel(sh, rec)),
+            Kind::Queue => Named::Queue(remote::queue(sh, rec)),
+            _ => Named::Register(remote::register(sh, rec)),
         })
     }
 

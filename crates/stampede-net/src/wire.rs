@@ -17,7 +17,7 @@ use stampede_core::{Selector, Timestamp, TypeTag, Wait};
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"SP";
 /// The format version this build speaks. A message of another version gets an error reply.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// Why a message could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,6 +151,63 @@ pub enum Request {
         /// The zone.
         zone: u32,
     },
+    /// Create a container owned by the receiver (a name registers it application-wide).
+    Create {
+        /// Channel, queue or register.
+        kind: Kind,
+        /// Its name; empty for none.
+        name: String,
+        /// Its time zone.
+        zone: u32,
+        /// Its capacity; 0 for unbounded.
+        capacity: u64,
+        /// Metadata published with the name.
+        meta: String,
+    },
+    /// Forward `event`s of `container` to the address space `space`, until unsubscribed or
+    /// `space` leaves.
+    Subscribe {
+        /// The subscribing address space.
+        space: String,
+        /// The container.
+        container: u64,
+        /// Which events.
+        event: EventKind,
+    },
+    /// Stop forwarding `event`s of `container` to `space`.
+    Unsubscribe {
+        /// The subscribing address space.
+        space: String,
+        /// The container.
+        container: u64,
+        /// Which events.
+        event: EventKind,
+    },
+}
+
+/// What an owner forwards to subscribed address spaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// An item was put (its timestamp).
+    Arrival,
+    /// An item was reclaimed (its timestamp and the item).
+    Garbage,
+}
+
+impl EventKind {
+    fn code(self) -> u8 {
+        match self {
+            EventKind::Arrival => 0,
+            EventKind::Garbage => 1,
+        }
+    }
+    fn from_code(c: u8) -> Result<EventKind, DecodeError> {
+        match c {
+            0 => Ok(EventKind::Arrival),
+            1 => Ok(EventKind::Garbage),
+            c => Err(DecodeError::UnknownCode("event", c)),
+        }
+    }
 }
 
 /// What a [`Reply::Error`] reports: a failure of the operation, by the core's stable
@@ -234,6 +291,11 @@ pub enum Reply {
         /// Details for people.
         text: String,
     },
+    /// A container was created.
+    Created {
+        /// Its id at the owner.
+        container: u64,
+    },
     /// A watermark explanation.
     Explain {
         /// The local mark.
@@ -284,6 +346,9 @@ const REQ_GET: u8 = 5;
 const REQ_CONSUME: u8 = 6;
 const REQ_CLOSE: u8 = 7;
 const REQ_EXPLAIN: u8 = 8;
+const REQ_CREATE: u8 = 9;
+const REQ_SUBSCRIBE: u8 = 10;
+const REQ_UNSUBSCRIBE: u8 = 11;
 const REP_OK: u8 = 64;
 const REP_ATTACHED: u8 = 65;
 const REP_STORED: u8 = 66;
@@ -291,6 +356,7 @@ const REP_ITEM: u8 = 67;
 const REP_AGAIN: u8 = 68;
 const REP_ERROR: u8 = 69;
 const REP_EXPLAIN: u8 = 70;
+const REP_CREATED: u8 = 71;
 
 /// At most this many cached timestamps travel with a get.
 pub const MAX_CACHED: usize = 64;
@@ -478,6 +544,42 @@ pub fn encode_request(r: &Request) -> Encoded {
             w.u32(*zone);
             finish(w, None)
         }
+        Request::Create {
+            kind,
+            name,
+            zone,
+            capacity,
+            meta,
+        } => {
+            let mut w = Writer::new(REQ_CREATE, name.len() + meta.len());
+            w.u8(kind.code());
+            w.str(name);
+            w.u32(*zone);
+            w.u64(*capacity);
+            w.str(meta);
+            finish(w, None)
+        }
+        Request::Subscribe {
+            space,
+            container,
+            event,
+        }
+        | Request::Unsubscribe {
+            space,
+            container,
+            event,
+        } => {
+            let code = if matches!(r, Request::Subscribe { .. }) {
+                REQ_SUBSCRIBE
+            } else {
+                REQ_UNSUBSCRIBE
+            };
+            let mut w = Writer::new(code, space.len());
+            w.str(space);
+            w.u64(*container);
+            w.u8(event.code());
+            finish(w, None)
+        }
     }
 }
 
@@ -494,6 +596,11 @@ pub fn encode_reply(r: &Reply) -> Encoded {
         Reply::Stored { seq } => {
             let mut w = Writer::new(REP_STORED, 0);
             w.u64(*seq);
+            finish(w, None)
+        }
+        Reply::Created { container } => {
+            let mut w = Writer::new(REP_CREATED, 0);
+            w.u64(*container);
             finish(w, None)
         }
         Reply::Item {
@@ -691,6 +798,23 @@ pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
             container: r.u64()?,
         },
         REQ_EXPLAIN => Request::Explain { zone: r.u32()? },
+        REQ_CREATE => Request::Create {
+            kind: kind_from_code(r.u8()?)?,
+            name: r.str()?,
+            zone: r.u32()?,
+            capacity: r.u64()?,
+            meta: r.str()?,
+        },
+        REQ_SUBSCRIBE => Request::Subscribe {
+            space: r.str()?,
+            container: r.u64()?,
+            event: EventKind::from_code(r.u8()?)?,
+        },
+        REQ_UNSUBSCRIBE => Request::Unsubscribe {
+            space: r.str()?,
+            container: r.u64()?,
+            event: EventKind::from_code(r.u8()?)?,
+        },
         c => return Err(DecodeError::UnknownCode("request", c)),
     };
     r.end(req)
@@ -704,6 +828,9 @@ pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
         REP_AGAIN => Reply::Again,
         REP_ATTACHED => Reply::Attached { conn: r.u64()? },
         REP_STORED => Reply::Stored { seq: r.u64()? },
+        REP_CREATED => Reply::Created {
+            container: r.u64()?,
+        },
         REP_ITEM => {
             let ts = r.i64()?;
             let seq = r.u64()?;
@@ -736,6 +863,7 @@ pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
 const MSG_MARKS: u8 = 100;
 const MSG_PUSH: u8 = 101;
 const MSG_NAME: u8 = 102;
+const MSG_EVENT: u8 = 103;
 
 pub use stampede_core::Kind;
 
@@ -851,4 +979,60 @@ pub fn decode_push(buf: Bytes) -> Result<Push, DecodeError> {
         item: r.item()?,
     };
     r.end(p)
+}
+
+/// An event an owner forwards to an address space that subscribed to it. Events of one
+/// container and kind are numbered from 1 in the order they happened, so a receiver that
+/// sees a gap knows how many it lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The owning address space.
+    pub owner: String,
+    /// The container's id at the owner.
+    pub container: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The event's number.
+    pub seq: u64,
+    /// The item's timestamp.
+    pub ts: Timestamp,
+    /// The reclaimed item (garbage events).
+    pub item: Option<WireItem>,
+}
+
+/// Encodes an event.
+pub fn encode_event(e: &Event) -> Encoded {
+    let mut w = Writer::new(MSG_EVENT, e.owner.len());
+    w.str(&e.owner);
+    w.u64(e.container);
+    w.u8(e.kind.code());
+    w.u64(e.seq);
+    w.i64(e.ts);
+    w.u8(u8::from(e.item.is_some()));
+    if let Some(i) = &e.item {
+        w.item_header(i);
+    }
+    finish(w, e.item.as_ref())
+}
+
+/// Decodes an event; an item's bytes are a slice of `buf`.
+pub fn decode_event(buf: Bytes) -> Result<Event, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_EVENT {
+        return Err(DecodeError::UnknownCode("event message", code));
+    }
+    let owner = r.str()?;
+    let container = r.u64()?;
+    let kind = EventKind::from_code(r.u8()?)?;
+    let seq = r.u64()?;
+    let ts = r.i64()?;
+    let item = if r.bool()? { Some(r.item()?) } else { None };
+    r.end(Event {
+        owner,
+        container,
+        kind,
+        seq,
+        ts,
+        item,
+    })
 }

@@ -11,7 +11,7 @@ use stampede_core::{
     Channel, Container, ContainerOptions, GetError, PutErrorKind, Queue, Register, Selector,
     StmError, Task, Timestamp, INFINITY,
 };
-use stampede_net::{Config, Space};
+use stampede_net::{Config, NetError, Space};
 
 /// The container, checked to live in this address space.
 fn local<C: Container>(c: &C) -> &C {
@@ -582,6 +582,139 @@ fn one_program_runs_on_a_local_runtime_and_a_joined_space() {
     assert_eq!(here, there);
     assert_eq!(here.len(), 15);
     assert_eq!(here[1], "0 frame 0 job 0 held 0");
+}
+
+#[test]
+fn containers_are_created_in_another_address_space() {
+    let (space, ep, app) = router("createon");
+    let mut other = spawn("owner", &ep, &app, &[]);
+    let id = other.expect("ID", T);
+    other.expect("READY", T);
+    // A named channel and an unnamed queue, created there from here: they live and are
+    // served there.
+    let frames = space
+        .channel_on(&id, ContainerOptions::bounded(2).name("made/frames"))
+        .unwrap();
+    let jobs = space.queue_on(&id, ContainerOptions::unbounded()).unwrap();
+    assert_eq!(
+        (frames.owner(), jobs.owner()),
+        (Some(id.as_str()), Some(id.as_str()))
+    );
+    assert_eq!((frames.name(), jobs.name()), (Some("made/frames"), None));
+    assert_eq!(frames.capacity(), Some(2));
+    assert_eq!(space.record("made/frames").unwrap().space, id);
+    let found = space.lookup_channel("made/frames", T).unwrap();
+    assert_eq!(found.owner(), Some(id.as_str()));
+    // The owner's zone already passed 0 (its own channel's item).
+    let t = space.task(10).unwrap();
+    let (out, input) = (
+        t.attach_output(&frames).unwrap(),
+        t.attach_input(&found).unwrap(),
+    );
+    out.put(10, "a").unwrap();
+    out.put(11, "b").unwrap();
+    // Bounded to 2 where it lives, and nothing is consumed yet.
+    assert_eq!(out.try_put(12, "c").unwrap_err().kind(), PutErrorKind::Full);
+    assert_eq!(input.get(Selector::Oldest).unwrap().1.as_str(), Some("a"));
+    let (qo, qi) = (
+        t.attach_output(&jobs).unwrap(),
+        t.attach_input(&jobs).unwrap(),
+    );
+    qo.put(15, "job").unwrap();
+    let job = qi.get().unwrap();
+    assert_eq!((job.ts, job.item.as_str()), (15, Some("job")));
+    qi.consume(job.ticket).unwrap();
+    // The owner's refusals come back typed.
+    assert!(matches!(
+        space.channel_on(&id, ContainerOptions::default().name("made/frames")),
+        Err(NetError::Stm(StmError::NameTaken(_)))
+    ));
+    assert!(matches!(
+        space.register_on(&id, ContainerOptions::default().name("bad*name")),
+        Err(NetError::Stm(StmError::InvalidName(_)))
+    ));
+    // Closing from here closes it there.
+    frames.close().unwrap();
+    assert_eq!(
+        out.try_put(13, "d").unwrap_err().kind(),
+        PutErrorKind::Closed
+    );
+}
+
+#[test]
+fn remote_arrival_callbacks_and_garbage_handlers_are_forwarded_in_order() {
+    use futures::StreamExt;
+    use std::sync::{Arc, Mutex};
+
+    let (space, ep, app) = router("events");
+    let mut owner = spawn("owner", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let ch = space.lookup_channel("owned", T).unwrap();
+    let arrived = Arc::new(Mutex::new(Vec::new()));
+    let freed = Arc::new(Mutex::new(Vec::new()));
+    let sub = {
+        let a = arrived.clone();
+        ch.on_arrival(move |ts| a.lock().unwrap().push(ts)).unwrap()
+    };
+    {
+        let f = freed.clone();
+        ch.on_garbage(move |ts, item| {
+            f.lock()
+                .unwrap()
+                .push((ts, item.as_str().unwrap().to_owned()))
+        })
+        .unwrap();
+    }
+    let mut stream = ch.arrivals(128).unwrap();
+    let t = space.task(1).unwrap();
+    let (out, input) = (t.attach_output(&ch).unwrap(), t.attach_input(&ch).unwrap());
+    let n = 50;
+    for ts in 1..=n {
+        let once = stampede_core::PutOptions::default().consumers(1);
+        out.put_with(ts, format!("v{ts}"), once).unwrap();
+    }
+    // Each item is reclaimed at the owner once its one consumer consumed it.
+    for ts in 1..=n {
+        input.get(Selector::Exact(ts)).unwrap();
+        input.consume(ts).unwrap();
+    }
+    assert!(eventually(T, || arrived.lock().unwrap().len() == n as usize));
+    assert_eq!(
+        *arrived.lock().unwrap(),
+        (1..=n).collect::<Vec<_>>(),
+        "in order"
+    );
+    let streamed: Vec<i64> =
+        futures::executor::block_on(stream.by_ref().take(n as usize).collect());
+    assert_eq!(streamed, (1..=n).collect::<Vec<_>>());
+    // Every reclaimed item arrives once, with its bytes (item 0 is the owner's own, which
+    // the watermark may reclaim too).
+    let mine = || {
+        let mut v: Vec<_> = freed
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|f| f.0 > 0)
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(eventually(T, || mine().len() == n as usize), "{:?}", mine());
+    assert_eq!(
+        mine(),
+        (1..=n).map(|ts| (ts, format!("v{ts}"))).collect::<Vec<_>>()
+    );
+    // After unsubscribing, the callback hears nothing more; the stream still does.
+    assert!(ch.unsubscribe(sub));
+    assert!(!ch.unsubscribe(sub));
+    out.put(n + 10, "late").unwrap();
+    let next = futures::executor::block_on(stream.next());
+    assert_eq!(next, Some(n + 10));
+    assert_eq!(arrived.lock().unwrap().len(), n as usize);
+    let stats = space.stats();
+    assert_eq!((stats.events_lost, stats.events_dropped), (0, 0));
+    assert!(stats.events_received > 2 * n as u64);
 }
 
 #[test]

@@ -13,9 +13,10 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use stampede_core::{Selector, TypeTag, Wait};
 use stampede_net::wire::{
-    decode_marks, decode_name, decode_push, decode_reply, decode_request, encode_marks,
-    encode_name, encode_push, encode_reply, encode_request, DecodeError, ErrorCode, Kind,
-    NameRecord, Push, Reply, Request, TaskRef, WireItem, MAGIC, MAX_CACHED, VERSION,
+    decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
+    encode_event, encode_marks, encode_name, encode_push, encode_reply, encode_request,
+    DecodeError, ErrorCode, Event, EventKind, Kind, NameRecord, Push, Reply, Request, TaskRef,
+    WireItem, MAGIC, MAX_CACHED, VERSION,
 };
 
 // Counts what each thread allocates, so that a test can show a decoder sizes its
@@ -74,25 +75,28 @@ enum Family {
     Name,
     Marks,
     Push,
+    Event,
 }
 
-const FAMILIES: [Family; 5] = [
+const FAMILIES: [Family; 6] = [
     Family::Request,
     Family::Reply,
     Family::Name,
     Family::Marks,
     Family::Push,
+    Family::Event,
 ];
 
 impl Family {
     /// The message codes this family's decoder knows (docs/wire-format.md).
     fn codes(self) -> &'static [u8] {
         match self {
-            Family::Request => &[1, 2, 3, 4, 5, 6, 7, 8],
-            Family::Reply => &[64, 65, 66, 67, 68, 69, 70],
+            Family::Request => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+            Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71],
             Family::Marks => &[100],
             Family::Push => &[101],
             Family::Name => &[102],
+            Family::Event => &[103],
         }
     }
 }
@@ -104,6 +108,7 @@ enum Message {
     Name(NameRecord),
     Marks(Vec<(u32, i64)>),
     Push(Push),
+    Event(Event),
 }
 
 impl Message {
@@ -114,6 +119,7 @@ impl Message {
             Message::Name(_) => Family::Name,
             Message::Marks(_) => Family::Marks,
             Message::Push(_) => Family::Push,
+            Message::Event(_) => Family::Event,
         }
     }
 
@@ -124,6 +130,7 @@ impl Message {
             Message::Name(n) => encode_name(n),
             Message::Marks(m) => encode_marks(m),
             Message::Push(p) => encode_push(p).to_vec(),
+            Message::Event(e) => encode_event(e).to_vec(),
         }
         .into()
     }
@@ -136,6 +143,7 @@ fn decode(family: Family, buf: Bytes) -> Result<Message, DecodeError> {
         Family::Name => decode_name(buf).map(Message::Name),
         Family::Marks => decode_marks(buf).map(Message::Marks),
         Family::Push => decode_push(buf).map(Message::Push),
+        Family::Event => decode_event(buf).map(Message::Event),
     }
 }
 
@@ -251,6 +259,30 @@ fn request() -> BoxedStrategy<Request> {
         }),
         any::<u64>().prop_map(|container| Request::Close { container }),
         any::<u32>().prop_map(|zone| Request::Explain { zone }),
+        (kind(), text(), any::<u32>(), any::<u64>(), text()).prop_map(
+            |(kind, name, zone, capacity, meta)| Request::Create {
+                kind,
+                name,
+                zone,
+                capacity,
+                meta,
+            }
+        ),
+        (text(), any::<u64>(), event_kind(), any::<bool>()).prop_map(
+            |(space, container, event, on)| if on {
+                Request::Subscribe {
+                    space,
+                    container,
+                    event,
+                }
+            } else {
+                Request::Unsubscribe {
+                    space,
+                    container,
+                    event,
+                }
+            }
+        ),
     ]
     .boxed()
 }
@@ -260,6 +292,7 @@ fn reply() -> BoxedStrategy<Reply> {
         Just(Reply::Ok),
         any::<u64>().prop_map(|conn| Reply::Attached { conn }),
         any::<u64>().prop_map(|seq| Reply::Stored { seq }),
+        any::<u64>().prop_map(|container| Reply::Created { container }),
         (
             any::<i64>(),
             any::<u64>(),
@@ -287,17 +320,38 @@ fn reply() -> BoxedStrategy<Reply> {
     .boxed()
 }
 
+fn kind() -> impl Strategy<Value = Kind> {
+    select(Kind::ALL.to_vec())
+}
+
+fn event_kind() -> impl Strategy<Value = EventKind> {
+    select(vec![EventKind::Arrival, EventKind::Garbage])
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    (
+        text(),
+        any::<u64>(),
+        event_kind(),
+        any::<u64>(),
+        any::<i64>(),
+        proptest::option::of(item()),
+    )
+        .prop_map(|(owner, container, kind, seq, ts, item)| Event {
+            owner,
+            container,
+            kind,
+            seq,
+            ts,
+            item,
+        })
+}
+
 fn name() -> impl Strategy<Value = NameRecord> {
-    let kind = select(vec![
-        Kind::Channel,
-        Kind::Queue,
-        Kind::Register,
-        Kind::Service,
-    ]);
     (
         text(),
         text(),
-        kind,
+        kind(),
         any::<u64>(),
         any::<u32>(),
         any::<u64>(),
@@ -335,6 +389,7 @@ fn message() -> BoxedStrategy<Message> {
         name().prop_map(Message::Name),
         marks().prop_map(Message::Marks),
         push().prop_map(Message::Push),
+        event().prop_map(Message::Event),
     ]
     .boxed()
 }
@@ -427,6 +482,13 @@ proptest! {
         let enc = encode_push(&p);
         prop_assert_eq!(&enc.tail, &Some(p.item.data.clone()));
         prop_assert_eq!(decode_push(enc.to_vec().into()), Ok(p));
+    }
+
+    #[test]
+    fn events_round_trip(e in event()) {
+        let enc = encode_event(&e);
+        prop_assert_eq!(&enc.tail, &e.item.as_ref().map(|i| i.data.clone()));
+        prop_assert_eq!(decode_event(enc.to_vec().into()), Ok(e));
     }
 
     #[test]
@@ -621,7 +683,7 @@ fn message_codes_match_the_documented_table() {
         ),
     ];
     for (m, code) in cases {
-        assert_eq!(&m.encode()[..3], b"SP\x02", "{m:?}");
+        assert_eq!(&m.encode()[..3], b"SP\x03", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");
         assert!(m.family().codes().contains(&code), "{m:?}");
     }
@@ -750,7 +812,7 @@ fn a_put_is_laid_out_as_documented() {
         wait: Wait::For(Duration::from_micros(8)),
         item: small_item(),
     };
-    let mut want = b"SP\x02\x04".to_vec();
+    let mut want = b"SP\x03\x04".to_vec();
     want.extend_from_slice(&2u16.to_le_bytes());
     want.extend_from_slice("é".as_bytes());
     want.extend_from_slice(&2u64.to_le_bytes());

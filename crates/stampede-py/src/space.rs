@@ -15,7 +15,7 @@ use stampede_net as net;
 use stampede_net::{Config, Mode};
 
 use crate::errors::{self, Exc};
-use crate::stm::{duration, lock, zone_id, Runtime};
+use crate::stm::{duration, lock, options, zone_id, Channel, Queue, Register, Runtime};
 
 /// TLS settings for joining: endpoints then use ``tls/`` locators.
 #[pyclass(module = "stampede", frozen)]
@@ -137,6 +137,14 @@ pub(crate) struct SpaceStats {
     push_received: u64,
     /// Channel consumes (sent without waiting) that their owner refused or never answered.
     consume_failed: u64,
+    /// Arrival and garbage events sent to subscribed spaces (one per subscriber).
+    events_sent: u64,
+    /// Events received from owners and dispatched to callbacks here.
+    events_received: u64,
+    /// Events dropped on a full queue or a failed send.
+    events_dropped: u64,
+    /// Events an owner numbered that never arrived here.
+    events_lost: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -356,6 +364,61 @@ impl Space {
         lock(&self.space).is_none()
     }
 
+    /// Creates a channel owned and served by the address space ``space`` (an id from
+    /// ``spaces()``); a name registers it application-wide there. It is used from here like
+    /// any other space's channel.
+    #[pyo3(signature = (space, name = None, *, capacity = None, zone = 0))]
+    fn channel_on(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Channel> {
+        let s = self.get(py)?;
+        let opts = options(py, name, capacity, zone)?;
+        let c = py
+            .detach(|| s.channel_on(space, opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Channel::wrap(c))
+    }
+
+    /// Creates a queue owned by ``space`` (see ``channel_on``).
+    #[pyo3(signature = (space, name = None, *, capacity = None, zone = 0))]
+    fn queue_on(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        name: Option<String>,
+        capacity: Option<i64>,
+        zone: i64,
+    ) -> PyResult<Queue> {
+        let s = self.get(py)?;
+        let opts = options(py, name, capacity, zone)?;
+        let q = py
+            .detach(|| s.queue_on(space, opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Queue::wrap(q))
+    }
+
+    /// Creates a register owned by ``space`` (see ``channel_on``).
+    #[pyo3(signature = (space, name = None, *, zone = 0))]
+    fn register_on(
+        &self,
+        py: Python<'_>,
+        space: &str,
+        name: Option<String>,
+        zone: i64,
+    ) -> PyResult<Register> {
+        let s = self.get(py)?;
+        let opts = options(py, name, None, zone)?;
+        let reg = py
+            .detach(|| s.register_on(space, opts))
+            .map_err(|e| errors::net_error(py, e))?;
+        Ok(Register { reg })
+    }
+
     /// The record of ``name`` if a live address space has registered it now, else ``None``.
     fn record(&self, py: Python<'_>, name: &str) -> PyResult<Option<NameRecord>> {
         let s = self.get(py)?;
@@ -403,6 +466,10 @@ impl Space {
             push_skipped: s.push_skipped,
             push_received: s.push_received,
             consume_failed: s.consume_failed,
+            events_sent: s.events_sent,
+            events_received: s.events_received,
+            events_dropped: s.events_dropped,
+            events_lost: s.events_lost,
         })
     }
 

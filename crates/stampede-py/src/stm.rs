@@ -1146,41 +1146,36 @@ impl Channel {
     fn closed(&self, py: Python<'_>) -> PyResult<bool> {
         Ok(self.local(py, "closed")?.is_closed())
     }
-    /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item.
+    /// Calls ``handler(ts, value)`` on the collector's thread for every reclaimed item (for
+    /// another address space's channel, its owner forwards each reclaimed item here, where
+    /// the handler runs on the event thread, in order).
     fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        let ch = self.local(py, "on_garbage()")?;
-        ch.on_garbage(garbage_handler(callable(handler, "a garbage handler")?))
-            .map_err(|e| errors::stm_error(py, e))?;
-        Ok(())
+        let h = garbage_handler(callable(handler, "a garbage handler")?);
+        let c = &self.ch;
+        run(py, c.is_local(), || c.on_garbage(h)).map_err(|e| errors::stm_error(py, e))
     }
-    /// Calls ``callback(ts)`` on the putting thread for every new item; returns an id for
-    /// ``unsubscribe``.
+    /// Calls ``callback(ts)`` on the putting thread for every new item (for another address
+    /// space's channel, on the event thread, in order); returns an id for ``unsubscribe``.
     fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let ch = self.local(py, "on_arrival()")?;
-        let cb = callable(callback, "an arrival callback")?;
-        let id = ch
-            .on_arrival(arrival_callback(cb))
-            .map_err(|e| errors::stm_error(py, e))?;
+        let f = arrival_callback(callable(callback, "an arrival callback")?);
+        let c = &self.ch;
+        let id = run(py, c.is_local(), || c.on_arrival(f)).map_err(|e| errors::stm_error(py, e))?;
         Ok(self.subs.add(id))
     }
 
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        match as_local(&self.ch) {
-            Some(ch) => self
-                .subs
-                .remove(subscription)
-                .is_some_and(|id| ch.unsubscribe(id)),
-            None => false,
-        }
+        self.subs
+            .remove(subscription)
+            .is_some_and(|id| self.ch.unsubscribe(id))
     }
     /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
-        let ch = self.local(py, "arrivals()")?;
-        let a = ch
-            .arrivals(check_capacity(py, capacity)?)
-            .map_err(|e| errors::stm_error(py, e))?;
+        let capacity = check_capacity(py, capacity)?;
+        let c = &self.ch;
+        let a =
+            run(py, c.is_local(), || c.arrivals(capacity)).map_err(|e| errors::stm_error(py, e))?;
         wrap_arrivals(py, a)
     }
     fn __repr__(&self) -> String {
@@ -1263,37 +1258,30 @@ impl Queue {
     }
     /// Calls ``handler(ts, value)`` for every reclaimed item.
     fn on_garbage(&self, py: Python<'_>, handler: &Bound<'_, PyAny>) -> PyResult<()> {
-        let q = self.local(py, "on_garbage()")?;
-        q.on_garbage(garbage_handler(callable(handler, "a garbage handler")?))
-            .map_err(|e| errors::stm_error(py, e))?;
-        Ok(())
+        let h = garbage_handler(callable(handler, "a garbage handler")?);
+        let c = &self.q;
+        run(py, c.is_local(), || c.on_garbage(h)).map_err(|e| errors::stm_error(py, e))
     }
     /// Calls ``callback(ts)`` on the putting thread for every new item.
     fn on_arrival(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let q = self.local(py, "on_arrival()")?;
-        let cb = callable(callback, "an arrival callback")?;
-        let id = q
-            .on_arrival(arrival_callback(cb))
-            .map_err(|e| errors::stm_error(py, e))?;
+        let f = arrival_callback(callable(callback, "an arrival callback")?);
+        let c = &self.q;
+        let id = run(py, c.is_local(), || c.on_arrival(f)).map_err(|e| errors::stm_error(py, e))?;
         Ok(self.subs.add(id))
     }
     /// Removes an arrival callback or stream; whether it existed.
     fn unsubscribe(&self, subscription: u64) -> bool {
-        match as_local(&self.q) {
-            Some(q) => self
-                .subs
-                .remove(subscription)
-                .is_some_and(|id| q.unsubscribe(id)),
-            None => false,
-        }
+        self.subs
+            .remove(subscription)
+            .is_some_and(|id| self.q.unsubscribe(id))
     }
     /// Timestamps of new items as an ``Arrivals`` (``async for``), buffering ``capacity``.
     #[pyo3(signature = (capacity = 1024))]
     fn arrivals(&self, py: Python<'_>, capacity: i64) -> PyResult<Py<PyAny>> {
-        let q = self.local(py, "arrivals()")?;
-        let a = q
-            .arrivals(check_capacity(py, capacity)?)
-            .map_err(|e| errors::stm_error(py, e))?;
+        let capacity = check_capacity(py, capacity)?;
+        let c = &self.q;
+        let a =
+            run(py, c.is_local(), || c.arrivals(capacity)).map_err(|e| errors::stm_error(py, e))?;
         wrap_arrivals(py, a)
     }
     fn __repr__(&self) -> String {

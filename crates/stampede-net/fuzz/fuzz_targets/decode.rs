@@ -34,4 +34,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, data);
         assert_eq!(wire::decode_push(again.into()), Ok(p));
     }
+    if let Ok(e) = wire::decode_event(input()) {
+        let again = wire::encode_event(&e).to_vec();
+        assert_eq!(again, data);
+        assert_eq!(wire::decode_event(again.into()), Ok(e));
+    }
 });
