@@ -45,6 +45,11 @@ mod events;
 mod remote;
 mod server;
 mod space;
+#[cfg(not(feature = "fuzzing"))]
+mod wire;
+/// The message format, public only to the fuzz target (`fuzz/`).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod wire;
 mod zbytes;
 

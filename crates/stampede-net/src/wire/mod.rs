@@ -7,6 +7,10 @@
 //! code, bad UTF-8, trailing bytes, lengths beyond the buffer) is a [`DecodeError`]; a
 //! decoder never panics and never allocates more than the input's size. See
 //! `docs/wire-format.md` for the table of messages.
+//!
+//! Private to the crate: other crates see only [`NameRecord`] and [`Kind`]. The fuzz target
+//! reaches it through the `fuzzing` feature, which is why its items are `pub`.
+#![allow(unreachable_pub)]
 
 use std::fmt;
 use std::time::Duration;
@@ -452,9 +456,6 @@ fn finish(w: Writer, tail: Option<&WireItem>) -> Encoded {
         tail: tail.map(|i| i.data.clone()),
     }
 }
-
-/// Items larger than this cannot travel (the length field is 32 bits).
-pub const MAX_ITEM: usize = u32::MAX as usize;
 
 /// Encodes a request.
 pub fn encode_request(r: &Request) -> Encoded {
@@ -1036,3 +1037,6 @@ pub fn decode_event(buf: Bytes) -> Result<Event, DecodeError> {
         item,
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,4 +1,4 @@
-//! Tests of the wire format (`stampede_net::wire`): every message survives a round trip,
+//! Tests of the wire format: every message survives a round trip,
 //! the layout is the one `docs/wire-format.md` documents, and no input (random, cut short,
 //! padded, mislabelled or lying about a length) makes a decoder panic, accept it, or
 //! allocate much more than the input's size.
@@ -7,17 +7,17 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
 
-use bytes::Bytes;
-use proptest::collection::vec;
-use proptest::prelude::*;
-use proptest::sample::{select, Index};
-use stampede_core::{Selector, TypeTag, Wait};
-use stampede_net::wire::{
+use super::{
     decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
     encode_event, encode_marks, encode_name, encode_push, encode_reply, encode_request,
     DecodeError, ErrorCode, Event, EventKind, Kind, NameRecord, Push, Reply, Request, TaskRef,
     WireItem, MAGIC, MAX_CACHED, VERSION,
 };
+use bytes::Bytes;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::{select, Index};
+use stampede_core::{Selector, TypeTag, Wait};
 
 // Counts what each thread allocates, so that a test can show a decoder sizes its
 // allocations by the bytes it has rather than by the lengths those bytes claim.
