@@ -366,7 +366,7 @@ impl RemoteLink {
     fn fetch(&self, sel: Selector, wait: Wait, cacheable: bool) -> Result<Got, GetError> {
         let key = self.key();
         let cached: Vec<Timestamp> = if cacheable {
-            lock(&self.sh().cache)
+            lock(&self.sh().cache.items)
                 .items
                 .get(&key)
                 .map(|m| m.keys().rev().take(wire::MAX_CACHED).copied().collect())
@@ -395,7 +395,7 @@ impl RemoteLink {
             Some(wi) => {
                 let it = Item::from_wire(wi.tag, wi.data);
                 if cacheable {
-                    let mut c = lock(&self.sh().cache);
+                    let mut c = lock(&self.sh().cache.items);
                     c.drop_below(&key, floor);
                     c.insert(key, ts, it.clone());
                 }
@@ -404,7 +404,7 @@ impl RemoteLink {
             None => {
                 // The item is cached, or its push is on the way: wait briefly for it.
                 let deadline = Instant::now() + PUSH_WAIT;
-                let mut c = lock(&self.sh().cache);
+                let mut c = lock(&self.sh().cache.items);
                 let hit = loop {
                     if let Some(it) = c.items.get(&key).and_then(|m| m.get(&ts).cloned()) {
                         break Some(it);
@@ -415,7 +415,8 @@ impl RemoteLink {
                     }
                     c = self
                         .sh()
-                        .cache_filled
+                        .cache
+                        .filled
                         .wait_timeout(c, left)
                         .map_or_else(|e| e.into_inner().0, |(g, _)| g);
                 };

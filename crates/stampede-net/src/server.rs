@@ -292,7 +292,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     // arrived after the connection attached and the pusher is sending it to
                     // the reader too: reply without the data rather than move it twice. The
                     // reader waits for the push and fetches the item if it was skipped.
-                    let pushed = lock(&sh.pushing).contains(&i.container().id().0);
+                    let pushed = lock(&sh.pushes.channels).contains(&i.container().id().0);
                     i.get_with(*sel, wait)
                         .map(|(ts, it)| Reply::Item {
                             ts,

@@ -53,6 +53,48 @@ impl Cache {
     }
 }
 
+/// Address spaces seen alive, and those seen leaving: requests from them are refused.
+#[derive(Default)]
+pub(crate) struct Members {
+    live: Mutex<HashSet<String>>,
+    dead: Mutex<HashSet<String>>,
+}
+
+impl Members {
+    /// `space` is (again) alive: a space seen leaving and back (a lost link that recovered)
+    /// starts afresh.
+    fn arrived(&self, space: &str) {
+        lock(&self.dead).remove(space);
+        lock(&self.live).insert(space.to_owned());
+    }
+    /// Records that `space` left; whether this is news.
+    fn left(&self, space: &str) -> bool {
+        let news = lock(&self.dead).insert(space.to_owned());
+        lock(&self.live).remove(space);
+        news
+    }
+    fn is_dead(&self, space: &str) -> bool {
+        lock(&self.dead).contains(space)
+    }
+    fn live(&self) -> Vec<String> {
+        lock(&self.live).iter().cloned().collect()
+    }
+}
+
+/// Remote items this space fetched or was pushed, shared by its tasks.
+#[derive(Default)]
+pub(crate) struct Cached {
+    pub(crate) items: Mutex<Cache>,
+    /// Signalled when a pushed item lands in the cache.
+    pub(crate) filled: Condvar,
+}
+
+/// Channels whose new items are pushed to remote readers, and the pusher's inbox.
+pub(crate) struct Pushes {
+    pub(crate) channels: Mutex<HashSet<u64>>,
+    tx: Sender<(u64, Timestamp)>,
+}
+
 pub(crate) struct Shared {
     pub(crate) app: String,
     pub(crate) id: String,
@@ -65,17 +107,11 @@ pub(crate) struct Shared {
     /// Connections of this space's tasks to other spaces' containers, by task, zone and
     /// owner: the owner keeps a proxy of the task while any is open.
     pub(crate) links: Mutex<HashMap<(u64, u32, String), usize>>,
-    /// Address spaces seen alive, and those seen leaving: requests from them are refused.
-    pub(crate) live: Mutex<HashSet<String>>,
-    pub(crate) dead: Mutex<HashSet<String>>,
+    pub(crate) members: Members,
     /// This space's local marks by zone, as last reported.
     pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
-    pub(crate) cache: Mutex<Cache>,
-    /// Signalled when a pushed item lands in the cache.
-    pub(crate) cache_filled: Condvar,
-    /// Channels whose new items are pushed to remote readers, and the pusher's inbox.
-    pub(crate) pushing: Mutex<HashSet<u64>>,
-    push_tx: Sender<(u64, Timestamp)>,
+    pub(crate) cache: Cached,
+    pub(crate) pushes: Pushes,
     pub(crate) pool: server::Pool,
     pub(crate) next_conn: AtomicU64,
     pub(crate) counters: Counters,
@@ -147,16 +183,15 @@ impl Shared {
     }
 
     pub(crate) fn is_dead(&self, space: &str) -> bool {
-        lock(&self.dead).contains(space)
+        self.members.is_dead(space)
     }
 
     /// Everything another address space held here goes: its proxies (their connections
     /// detach, held queue items return for redelivery), its watermark terms, its cache.
     fn space_left(&self, space: &str) {
-        if space == self.id || !lock(&self.dead).insert(space.to_owned()) {
+        if space == self.id || !self.members.left(space) {
             return;
         }
-        lock(&self.live).remove(space);
         self.counters.spaces_lost.fetch_add(1, Ordering::Relaxed);
         tracing::info!(space, "address space left");
         let gone: Vec<_> = {
@@ -169,7 +204,7 @@ impl Shared {
         for z in self.rt.zones() {
             provider::set_external_term(&self.rt, z, space, None);
         }
-        lock(&self.cache).items.retain(|k, _| k.0 != space);
+        lock(&self.cache.items).items.retain(|k, _| k.0 != space);
     }
 
     fn marks_received(&self, space: &str, marks: &[(u32, Timestamp)]) {
@@ -217,10 +252,10 @@ impl Shared {
     /// Pushes the new items of owned channel `container` to the spaces reading it, from
     /// now on. Readers cache them, so their gets move only a small reply.
     pub(crate) fn push_arrivals(&self, container: u64, ch: &stampede_core::Channel) {
-        if !lock(&self.pushing).insert(container) {
+        if !lock(&self.pushes.channels).insert(container) {
             return;
         }
-        let tx = self.push_tx.clone();
+        let tx = self.pushes.tx.clone();
         let skipped = self.counters.push_skipped.clone();
         let hooked = ch.on_arrival(move |ts| {
             // The putting thread never waits for the network.
@@ -230,7 +265,7 @@ impl Shared {
         });
         if let Err(e) = hooked {
             // Owned channels live here, so this does not happen; readers then fetch items.
-            lock(&self.pushing).remove(&container);
+            lock(&self.pushes.channels).remove(&container);
             tracing::warn!(container, "items of this channel are not pushed: {e}");
         }
     }
@@ -282,8 +317,8 @@ impl Shared {
         match wire::decode_push(zbytes::to_bytes(payload)) {
             Ok(p) => {
                 let item = Item::from_wire(p.item.tag, p.item.data);
-                lock(&self.cache).insert((owner.to_owned(), p.container), p.ts, item);
-                self.cache_filled.notify_all();
+                lock(&self.cache.items).insert((owner.to_owned(), p.container), p.ts, item);
+                self.cache.filled.notify_all();
                 self.counters.push_received.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
@@ -434,13 +469,13 @@ impl Space {
             names: Mutex::default(),
             surrogates: Mutex::default(),
             links: Mutex::default(),
-            live: Mutex::default(),
-            dead: Mutex::default(),
+            members: Members::default(),
             marks: Mutex::default(),
-            cache: Mutex::default(),
-            cache_filled: Condvar::new(),
-            pushing: Mutex::default(),
-            push_tx,
+            cache: Cached::default(),
+            pushes: Pushes {
+                channels: Mutex::default(),
+                tx: push_tx,
+            },
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             events,
@@ -481,10 +516,8 @@ impl Space {
                 };
                 match s.kind() {
                     SampleKind::Put => {
-                        // A space seen leaving and back (a lost link that recovered)
-                        // starts afresh: what it held here was released.
-                        lock(&sh.dead).remove(space);
-                        lock(&sh.live).insert(space.to_owned());
+                        // What a space seen leaving held here was released.
+                        sh.members.arrived(space);
                     }
                     SampleKind::Delete => sh.space_left(space),
                 }
@@ -622,7 +655,7 @@ impl Space {
             while let Ok(r) = replies.recv() {
                 if let Ok(s) = r.result() {
                     if let Some(space) = s.key_expr().as_str().strip_prefix(&prefix) {
-                        lock(&sh.live).insert(space.to_owned());
+                        sh.members.arrived(space);
                     }
                 }
             }
@@ -681,7 +714,7 @@ impl Space {
 
     /// The address spaces currently known alive, this one included.
     pub fn spaces(&self) -> Vec<String> {
-        let mut v: Vec<_> = lock(&self.sh.live).iter().cloned().collect();
+        let mut v = self.sh.members.live();
         if !v.contains(&self.sh.id) {
             v.push(self.sh.id.clone());
         }
