@@ -7,8 +7,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::container::Kind;
 use crate::item::Item;
+use crate::kind::Kind;
 use crate::time::{fmt_ts, Timestamp, ZoneId};
 
 /// Why a put could not store its item.

@@ -107,6 +107,7 @@ mod error;
 mod gc;
 mod ids;
 mod item;
+mod kind;
 mod notify;
 mod pacing;
 pub mod provider;
@@ -120,7 +121,7 @@ mod wait;
 
 pub use channel::{Channel, ChannelStats, Selector};
 pub use connection::{InputConnection, OutputConnection, PutOptions};
-pub use container::{Container, ContainerOptions, Kind, Named};
+pub use container::{Container, ContainerOptions, Named};
 pub use correlate::{Correlated, Correlator, Match};
 pub use error::{ErrorCode, Figures, GetError, Neighbors, PutError, PutErrorKind, StmError};
 pub use gc::{GcStats, Hold, HoldCause, WatermarkReport};
@@ -128,6 +129,7 @@ pub use ids::{ConnId, ContainerId, TaskId};
 pub use item::{
     DType, Element, Item, ItemType, MarshalError, MarshalFn, NdArray, TypeTag, MAX_NDIM,
 };
+pub use kind::Kind;
 pub use notify::{Arrivals, SubscriptionId};
 pub use pacing::{LateAction, Lateness, Pacer, PacerStats, Tick};
 pub use queue::{Queue, QueueItem, QueueStats};

@@ -6,10 +6,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::channel::{Channel, ChannelCore};
-use crate::container::{ContainerOptions, Flavor, Kind, Named};
+use crate::container::{ContainerOptions, Flavor, Named};
 use crate::error::StmError;
 use crate::gc::{GcStats, MarkListener, WatermarkReport, Zone};
 use crate::ids::ConnId;
+use crate::kind::Kind;
 use crate::provider::Directory;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};

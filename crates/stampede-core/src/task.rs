@@ -16,7 +16,7 @@ use crate::sync::{lock, AtomicBool, AtomicI64, Mutex, Ordering};
 use crate::time::{Timestamp, ZoneId, INFINITY};
 
 /// A container that can drop a connection when its task goes away.
-#[allow(unreachable_pub)]
+#[allow(unreachable_pub)] // named only by the sealed `Container` trait, through `LocalContainer`
 pub trait Detach: Send + Sync {
     fn detach(&self, conn: ConnId, task: &TaskInner);
     /// Wakes blocked puts so they notice their task has exited.
