@@ -212,8 +212,6 @@ def test_names_kinds_and_local_only_features(cluster: Cluster) -> None:
         inp = t.attach_input(frames)
         with pytest.raises(sp.NotLocal):
             inp.id
-        with pytest.raises(sp.NotLocal):
-            sp.Correlator([inp])
         assert inp.get(sp.OLDEST, timeout=LONG) == (0, "frame 0")
         assert t.visibility == 0  # the open remote item counts in the task's visibility
         assert inp.try_get(2) == (2, "frame 2")
@@ -441,3 +439,24 @@ def test_containers_made_in_another_space_forward_their_events(cluster: Cluster)
         assert (item.ts, item.value) == (30, "job")
     with pytest.raises(sp.NameTaken):
         space.channel_on(other, "made/events")
+
+
+def test_a_correlator_matches_channels_of_other_spaces(cluster: Cluster) -> None:
+    space = cluster.space
+    cluster.start("owner", 1).expect("READY")
+    [other] = [s for s in space.spaces() if s != space.id]
+    video = space.channel_on(other, "corr/video")
+    audio = space.channel("corr/audio")  # one here, one there
+    with space.task(10) as t:
+        corr = sp.Correlator([t.attach_input(video), t.attach_input(audio)], within=2)
+        v, a = t.attach_output(video), t.attach_output(audio)
+        for ts in (10, 20, 30):
+            v.put(ts, f"frame {ts}")
+            a.put(ts + 1, f"chunk {ts + 1}")
+        got = [corr.get(timeout=LONG) for _ in range(3)]
+        assert [(s.ts, s.items) for s in got] == [
+            (ts, [(ts, f"frame {ts}"), (ts + 1, f"chunk {ts + 1}")]) for ts in (10, 20, 30)
+        ]
+        corr.consume_until(got[-1])
+        with pytest.raises(sp.Unavailable):
+            corr.try_get()

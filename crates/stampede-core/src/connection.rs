@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::{Channel, ChannelCore, Selector};
+use crate::channel::{Channel, Selector};
 use crate::container::Container;
 use crate::error::{GetError, PutError, PutErrorKind, StmError};
 use crate::ids::ConnId;
@@ -370,11 +370,15 @@ impl InputConnection<Channel> {
             Via::Provided(l) => l.consume(Consume::Until(ts)),
         }
     }
-    /// The channel's state here, for the correlator; `None` when it is served elsewhere.
-    pub(crate) fn local(&self) -> Option<&Arc<ChannelCore>> {
+    /// The timestamps visible on this connection above `after` and whether the channel is
+    /// closed, for the correlator, wherever the channel lives.
+    pub(crate) fn visible_after(
+        &self,
+        after: Option<Timestamp>,
+    ) -> Result<(Vec<Timestamp>, bool), StmError> {
         match &self.via {
-            Via::Local(c) => Some(c),
-            Via::Provided(_) => None,
+            Via::Local(c) => Ok(c.visible_after(self.id, after)),
+            Via::Provided(l) => l.visible_after(after),
         }
     }
 }

@@ -90,17 +90,14 @@ enum Attempt {
     Matched(Vec<Timestamp>),
     Wait,
     Closed,
+    Failed(GetError),
 }
 
 impl Correlator {
-    /// Correlates `inputs` (at least one) by `mode`. Fails with
-    /// [`StmError::Unsupported`] when a channel is served by another address space.
+    /// Correlates `inputs` (at least one) by `mode`. Channels may live here or in other
+    /// address spaces; the correlator subscribes to their arrivals, so this fails only when
+    /// a channel's owner cannot be reached.
     pub fn new(inputs: Vec<InputConnection<Channel>>, mode: Match) -> Result<Correlator, StmError> {
-        if inputs.iter().any(|i| i.local().is_none()) {
-            return Err(StmError::Unsupported(
-                "correlating channels served by another address space".into(),
-            ));
-        }
         let signal: Arc<(Mutex<Signal>, Condvar)> = Arc::default();
         let subscriptions = inputs
             .iter()
@@ -139,12 +136,14 @@ impl Correlator {
         if self.inputs.is_empty() {
             return Attempt::Closed;
         }
-        let views: Vec<_> = self
-            .inputs
-            .iter()
-            .zip(&self.last)
-            .filter_map(|(i, l)| Some(i.local()?.visible_after(i.id(), *l)))
-            .collect();
+        let mut views = Vec::with_capacity(self.inputs.len());
+        for (i, l) in self.inputs.iter().zip(&self.last) {
+            match i.visible_after(*l) {
+                Ok(v) => views.push(v),
+                Err(StmError::Detached) => return Attempt::Failed(GetError::Detached),
+                Err(_) => return Attempt::Failed(GetError::Unreachable),
+            }
+        }
         let (refs, ref_closed) = &views[0];
         for &r in refs {
             let mut picks = vec![r];
@@ -212,6 +211,7 @@ impl Correlator {
                     });
                 }
                 Attempt::Closed => return Err(GetError::Closed),
+                Attempt::Failed(e) => return Err(e),
                 Attempt::Wait => {}
             }
             if !may_wait {

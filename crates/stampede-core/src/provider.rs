@@ -229,6 +229,22 @@ pub trait Link: Send + Sync + 'static {
     fn consume(&self, what: Consume) -> Result<(), StmError>;
     /// Detaches; called once, when the connection is dropped or its task exits.
     fn detach(&self);
+    /// The timestamps of the channel items visible on this connection above `after`
+    /// (neither consumed on it nor reclaimed), ascending, and whether the channel is
+    /// closed: what a [`Correlator`](crate::Correlator) matches on.
+    fn visible_after(&self, after: Option<Timestamp>) -> Result<(Vec<Timestamp>, bool), StmError> {
+        let _ = after;
+        Err(StmError::Unsupported("correlating this channel".into()))
+    }
+}
+
+/// The timestamps visible on `input` above `after`, and whether its channel is closed (see
+/// [`Link::visible_after`]): how a provider answers for a correlator of another space.
+pub fn visible_after(
+    input: &crate::InputConnection<Channel>,
+    after: Option<Timestamp>,
+) -> Result<(Vec<Timestamp>, bool), StmError> {
+    input.visible_after(after)
 }
 
 /// The task a [`Link`] acts for.
@@ -443,6 +459,16 @@ impl Linked {
             return Err(GetError::Detached);
         }
         self.link.get(sel, wait)
+    }
+
+    pub(crate) fn visible_after(
+        &self,
+        after: Option<Timestamp>,
+    ) -> Result<(Vec<Timestamp>, bool), StmError> {
+        if self.detached.load(Ordering::Acquire) {
+            return Err(StmError::Detached);
+        }
+        self.link.visible_after(after)
     }
 
     /// Counts a channel item got in the task's visibility until it is consumed.

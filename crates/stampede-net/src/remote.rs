@@ -538,6 +538,19 @@ impl Link for RemoteLink {
         }
     }
 
+    fn visible_after(&self, after: Option<Timestamp>) -> Result<(Vec<Timestamp>, bool), StmError> {
+        let req = Request::Visible {
+            task: self.tref.clone(),
+            conn: self.id,
+            after,
+        };
+        match call(self.sh(), self.owner(), &req) {
+            Ok(Reply::Visible { closed, timestamps }) => Ok((timestamps, closed)),
+            Ok(other) => Err(stm_error(other, self.owner())),
+            Err(e) => Err(StmError::Unreachable(e)),
+        }
+    }
+
     fn detach(&self) {
         send(
             self.sh(),

@@ -394,6 +394,22 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             sh.events.unsubscribe(*container, *event, space);
             Ok(Reply::Ok)
         }
+        Request::Visible {
+            task,
+            conn: id,
+            after,
+        } => {
+            let (_, c) = conn(sh, task, *id)?;
+            let Conn::ChIn(i) = &*c else {
+                return Err(Reply::error(
+                    ErrorCode::Stm(Code::InvalidArgument),
+                    "visible items are a channel input connection's",
+                ));
+            };
+            let (timestamps, closed) =
+                provider::visible_after(i, *after).map_err(|e| stm_error(&e))?;
+            Ok(Reply::Visible { closed, timestamps })
+        }
     }
 }
 
@@ -476,7 +492,8 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         | Request::TaskExit { task }
         | Request::Put { task, .. }
         | Request::Get { task, .. }
-        | Request::Consume { task, .. } => Some(&task.space),
+        | Request::Consume { task, .. }
+        | Request::Visible { task, .. } => Some(&task.space),
         Request::Subscribe { space, .. } | Request::Unsubscribe { space, .. } => Some(space),
         _ => None,
     };

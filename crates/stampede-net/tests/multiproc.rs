@@ -718,6 +718,66 @@ fn remote_arrival_callbacks_and_garbage_handlers_are_forwarded_in_order() {
 }
 
 #[test]
+fn a_correlator_matches_channels_of_other_spaces() {
+    use stampede_core::{Correlator, Match};
+
+    let (space, ep, app) = router("corr");
+    let mut other = spawn("owner", &ep, &app, &[]);
+    let id = other.expect("ID", T);
+    other.expect("READY", T);
+    let video = space
+        .channel_on(&id, ContainerOptions::unbounded())
+        .unwrap();
+    let audio = space.channel(ContainerOptions::unbounded()).unwrap();
+    let t = space.task(10).unwrap();
+    let mut corr = Correlator::new(
+        vec![
+            t.attach_input(&video).unwrap(),
+            t.attach_input(&audio).unwrap(),
+        ],
+        Match::Within(2),
+    )
+    .unwrap();
+    let (v, a) = (
+        t.attach_output(&video).unwrap(),
+        t.attach_output(&audio).unwrap(),
+    );
+    // The correlator waits for arrivals of both, here and there.
+    let waiter = std::thread::spawn(move || {
+        let sets: Vec<_> = (0..3).map(|_| corr.get_timeout(T).unwrap()).collect();
+        (corr, sets)
+    });
+    for ts in [10, 20, 30] {
+        v.put(ts, format!("frame {ts}")).unwrap();
+        a.put(ts + 1, format!("chunk {}", ts + 1)).unwrap();
+    }
+    let (corr, sets) = waiter.join().unwrap();
+    let got: Vec<_> = sets
+        .iter()
+        .map(|s| {
+            (
+                s.ts,
+                s.items[0].0,
+                s.items[1].0,
+                s.items[1].1.as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [10, 20, 30]
+            .map(|ts| (ts, ts, ts + 1, Some(format!("chunk {}", ts + 1))))
+            .to_vec()
+    );
+    corr.consume_until(&sets[2]).unwrap();
+    let mut corr = corr;
+    assert!(matches!(corr.try_get(), Err(GetError::Unavailable(_))));
+    // Closing the remote channel ends the correlation.
+    video.close().unwrap();
+    assert_eq!(corr.get_timeout(T).unwrap_err(), GetError::Closed);
+}
+
+#[test]
 fn remote_channel_matches_local_semantics() {
     // The same operations on a local channel and on a channel of another address space
     // give the same results.

@@ -308,18 +308,20 @@ impl Correlator {
             Some(d) if d >= 0 => core::Match::Within(d),
             Some(d) => return Err(errors::invalid(py, format!("within={d} must be >= 0"))),
         };
-        // Correlation reads the channels' items directly: every input must be local.
+        // Every input is checked before any is taken, so a refusal takes none.
         for i in &inputs {
-            i.get().check_local(py)?;
+            i.get().check_attached(py)?;
         }
         let mut conns = Vec::with_capacity(inputs.len());
         for i in &inputs {
-            conns.push(i.get().take_local(py)?);
+            conns.push(i.get().take(py)?);
         }
+        // Subscribing to another space's arrivals is a round trip: without the GIL.
+        let c = py
+            .detach(|| core::Correlator::new(conns, mode))
+            .map_err(|e| errors::stm_error(py, e))?;
         Ok(Correlator {
-            inner: Arc::new(Mutex::new(Some(
-                core::Correlator::new(conns, mode).map_err(|e| errors::stm_error(py, e))?,
-            ))),
+            inner: Arc::new(Mutex::new(Some(c))),
         })
     }
 

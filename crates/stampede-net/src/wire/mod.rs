@@ -178,6 +178,16 @@ pub enum Request {
         /// Which events.
         event: EventKind,
     },
+    /// Report the channel items visible on an input connection above `after` (for a
+    /// correlator).
+    Visible {
+        /// The acting task.
+        task: TaskRef,
+        /// The input connection.
+        conn: u64,
+        /// Only timestamps above this one, if any.
+        after: Option<Timestamp>,
+    },
     /// Stop forwarding `event`s of `container` to `space`.
     Unsubscribe {
         /// The subscribing address space.
@@ -295,6 +305,13 @@ pub enum Reply {
         /// Details for people.
         text: String,
     },
+    /// The items visible on a connection, ascending, and whether the channel is closed.
+    Visible {
+        /// The channel is closed.
+        closed: bool,
+        /// Visible timestamps, ascending.
+        timestamps: Vec<Timestamp>,
+    },
     /// A container was created.
     Created {
         /// Its id at the owner.
@@ -353,6 +370,7 @@ const REQ_EXPLAIN: u8 = 8;
 const REQ_CREATE: u8 = 9;
 const REQ_SUBSCRIBE: u8 = 10;
 const REQ_UNSUBSCRIBE: u8 = 11;
+const REQ_VISIBLE: u8 = 12;
 const REP_OK: u8 = 64;
 const REP_ATTACHED: u8 = 65;
 const REP_STORED: u8 = 66;
@@ -361,6 +379,7 @@ const REP_AGAIN: u8 = 68;
 const REP_ERROR: u8 = 69;
 const REP_EXPLAIN: u8 = 70;
 const REP_CREATED: u8 = 71;
+const REP_VISIBLE: u8 = 72;
 
 /// At most this many cached timestamps travel with a get.
 pub const MAX_CACHED: usize = 64;
@@ -545,6 +564,16 @@ pub fn encode_request(r: &Request) -> Encoded {
             w.u32(*zone);
             finish(w, None)
         }
+        Request::Visible { task, conn, after } => {
+            let mut w = Writer::new(REQ_VISIBLE, 0);
+            w.task(task);
+            w.u64(*conn);
+            w.u8(u8::from(after.is_some()));
+            if let Some(a) = after {
+                w.i64(*a);
+            }
+            finish(w, None)
+        }
         Request::Create {
             kind,
             name,
@@ -602,6 +631,16 @@ pub fn encode_reply(r: &Reply) -> Encoded {
         Reply::Created { container } => {
             let mut w = Writer::new(REP_CREATED, 0);
             w.u64(*container);
+            finish(w, None)
+        }
+        Reply::Visible { closed, timestamps } => {
+            let n = timestamps.len().min(u32::MAX as usize);
+            let mut w = Writer::new(REP_VISIBLE, n * 8);
+            w.u8(u8::from(*closed));
+            w.u32(n as u32);
+            for &t in &timestamps[..n] {
+                w.i64(t);
+            }
             finish(w, None)
         }
         Reply::Item {
@@ -811,6 +850,11 @@ pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
             container: r.u64()?,
             event: EventKind::from_code(r.u8()?)?,
         },
+        REQ_VISIBLE => Request::Visible {
+            task: r.task()?,
+            conn: r.u64()?,
+            after: if r.bool()? { Some(r.i64()?) } else { None },
+        },
         REQ_UNSUBSCRIBE => Request::Unsubscribe {
             space: r.str()?,
             container: r.u64()?,
@@ -832,6 +876,16 @@ pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
         REP_CREATED => Reply::Created {
             container: r.u64()?,
         },
+        REP_VISIBLE => {
+            let closed = r.bool()?;
+            let n = r.u32()? as usize;
+            // Sized by the bytes present, not by the count claimed.
+            let mut timestamps = Vec::with_capacity(n.min((r.buf.len() - r.pos) / 8));
+            for _ in 0..n {
+                timestamps.push(r.i64()?);
+            }
+            Reply::Visible { closed, timestamps }
+        }
         REP_ITEM => {
             let ts = r.i64()?;
             let seq = r.u64()?;

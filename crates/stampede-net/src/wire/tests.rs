@@ -91,8 +91,8 @@ impl Family {
     /// The message codes this family's decoder knows (docs/wire-format.md).
     fn codes(self) -> &'static [u8] {
         match self {
-            Family::Request => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
-            Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71],
+            Family::Request => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71, 72],
             Family::Marks => &[100],
             Family::Push => &[101],
             Family::Name => &[102],
@@ -259,6 +259,8 @@ fn request() -> BoxedStrategy<Request> {
         }),
         any::<u64>().prop_map(|container| Request::Close { container }),
         any::<u32>().prop_map(|zone| Request::Explain { zone }),
+        (task(), any::<u64>(), proptest::option::of(any::<i64>()))
+            .prop_map(|(task, conn, after)| Request::Visible { task, conn, after }),
         (kind(), text(), any::<u32>(), any::<u64>(), text()).prop_map(
             |(kind, name, zone, capacity, meta)| Request::Create {
                 kind,
@@ -293,6 +295,8 @@ fn reply() -> BoxedStrategy<Reply> {
         any::<u64>().prop_map(|conn| Reply::Attached { conn }),
         any::<u64>().prop_map(|seq| Reply::Stored { seq }),
         any::<u64>().prop_map(|container| Reply::Created { container }),
+        (any::<bool>(), vec(any::<i64>(), 0..100))
+            .prop_map(|(closed, timestamps)| Reply::Visible { closed, timestamps }),
         (
             any::<i64>(),
             any::<u64>(),

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use stampede_core as core;
-use stampede_core::{Container, GetError, InputConnection, Timestamp};
+use stampede_core::{GetError, InputConnection, Timestamp};
 
 use super::conn::{connection_common, Conn};
 use super::containers::{Channel, Queue, Register};
@@ -72,26 +72,14 @@ pub(crate) struct ChannelInput {
 connection_common!(ChannelInput);
 
 impl ChannelInput {
-    /// Takes the core connection for a correlator: local channels only, and not while
-    /// another thread uses it.
-    pub(crate) fn take_local(&self, py: Python<'_>) -> PyResult<InputConnection<core::Channel>> {
-        self.check_local(py)?;
+    /// Takes the core connection for a correlator (not while another thread uses it).
+    pub(crate) fn take(&self, py: Python<'_>) -> PyResult<InputConnection<core::Channel>> {
         self.conn.take(py)
     }
 
-    /// Fails with ``NotLocal`` for a connection to another address space's channel.
-    pub(crate) fn check_local(&self, py: Python<'_>) -> PyResult<()> {
-        self.conn.get(py)?;
-        if self.conn.local {
-            Ok(())
-        } else {
-            Err(self.remote_error(py))
-        }
-    }
-
-    fn remote_error(&self, py: Python<'_>) -> PyErr {
-        let ch = &self.channel.get().ch;
-        errors::not_local(py, "a Correlator", ch.owner())
+    /// Fails with ``Detached`` for a detached connection.
+    pub(crate) fn check_attached(&self, py: Python<'_>) -> PyResult<()> {
+        self.conn.get(py).map(drop)
     }
 }
 
