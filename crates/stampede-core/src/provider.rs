@@ -361,6 +361,18 @@ pub trait Executor: Send + Sync + 'static {
 }
 
 /// Runs each task body on its own thread, named after the task: STM task bodies block.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use stampede_core::provider::{Executor, ThreadExecutor};
+/// let (tx, rx) = mpsc::channel();
+/// ThreadExecutor
+///     .execute("tracker", Box::new(move || {
+///         tx.send(std::thread::current().name().map(str::to_owned)).unwrap();
+///     }))
+///     .unwrap();
+/// assert_eq!(rx.recv().unwrap().as_deref(), Some("tracker"));
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ThreadExecutor;
 
