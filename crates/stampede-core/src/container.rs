@@ -185,6 +185,9 @@ pub(crate) mod sealed {
 
     pub trait Sealed {
         type Local: LocalContainer;
+        /// Whether the kind is under garbage collection, so a put in flight holds the
+        /// watermark (not registers).
+        const HOLDS: bool = true;
         fn flavor(&self) -> &Flavor<Self::Local>;
     }
 }
@@ -203,6 +206,7 @@ impl sealed::Sealed for Queue {
 }
 impl sealed::Sealed for Register {
     type Local = RegisterCore;
+    const HOLDS: bool = false;
     fn flavor(&self) -> &Flavor<RegisterCore> {
         &self.flavor
     }

@@ -99,19 +99,27 @@ impl Correlator {
     /// a channel's owner cannot be reached.
     pub fn new(inputs: Vec<InputConnection<Channel>>, mode: Match) -> Result<Correlator, StmError> {
         let signal: Arc<(Mutex<Signal>, Condvar)> = Arc::default();
-        let subscriptions = inputs
-            .iter()
-            .map(|i| {
-                let s = signal.clone();
-                i.container().on_arrival(move |_| {
-                    let mut g = lock(&s.0);
-                    g.seq += 1;
-                    if g.waiters > 0 {
-                        s.1.notify_all();
+        let mut subscriptions = Vec::with_capacity(inputs.len());
+        for i in &inputs {
+            let s = signal.clone();
+            let subscribed = i.container().on_arrival(move |_| {
+                let mut g = lock(&s.0);
+                g.seq += 1;
+                if g.waiters > 0 {
+                    s.1.notify_all();
+                }
+            });
+            match subscribed {
+                Ok(id) => subscriptions.push(id),
+                Err(e) => {
+                    // Leave no callback behind on the inputs already subscribed.
+                    for (i, id) in inputs.iter().zip(subscriptions) {
+                        i.container().unsubscribe(id);
                     }
-                })
-            })
-            .collect::<Result<_, _>>()?;
+                    return Err(e);
+                }
+            }
+        }
         Ok(Correlator {
             last: vec![None; inputs.len()],
             inputs,

@@ -399,6 +399,8 @@ struct Open {
 pub(crate) struct Linked {
     link: Box<dyn Link>,
     id: ContainerId,
+    /// Puts hold the watermark while in flight (not register writes).
+    holds: bool,
     zone: ZoneId,
     task: Arc<TaskInner>,
     open: Mutex<Open>,
@@ -414,6 +416,7 @@ impl Linked {
         rt: &Runtime,
         conn: ConnId,
         input: bool,
+        holds: bool,
     ) -> Result<Arc<Linked>, StmError> {
         if !task.is_alive() {
             return Err(StmError::TaskExited);
@@ -422,6 +425,7 @@ impl Linked {
         let l = Arc::new(Linked {
             link,
             id: backend.id(),
+            holds,
             zone: backend.zone(),
             task: task.clone(),
             open: Mutex::default(),
@@ -449,10 +453,13 @@ impl Linked {
         if self.detached.load(Ordering::Acquire) {
             return Err(PutError::new(crate::PutErrorKind::Detached, ts, item));
         }
-        // The put is a watermark term here until the owner answers, as a local waiting put.
+        // The put is a watermark term here until the owner answers, as a local waiting put;
+        // a register write is not (registers are outside garbage collection).
         let visibility = self.task.visibility();
-        let none: Weak<NoWake> = Weak::new();
-        self.task.add_pending(ts, self.id, none);
+        if self.holds {
+            let none: Weak<NoWake> = Weak::new();
+            self.task.add_pending(ts, self.id, none);
+        }
         let r = self.link.put(Put {
             ts,
             item,
@@ -461,8 +468,10 @@ impl Linked {
             visibility,
             interrupted,
         });
-        self.task.remove_pending(ts, self.id);
-        self.task.zone.nudge();
+        if self.holds {
+            self.task.remove_pending(ts, self.id);
+            self.task.zone.nudge();
+        }
         r
     }
 
@@ -503,7 +512,11 @@ impl Linked {
         if self.detached.load(Ordering::Acquire) {
             return Err(StmError::Detached);
         }
-        self.link.consume(what)?;
+        let r = self.link.consume(what);
+        // A connection its owner no longer has holds nothing there: nor here.
+        if r.is_err() && !matches!(r, Err(StmError::Detached)) {
+            return r;
+        }
         let mut o = lock(&self.open);
         let gone: Vec<Timestamp> = match what {
             Consume::Item(ts) => o.items.take(&ts).into_iter().collect(),
@@ -520,7 +533,7 @@ impl Linked {
         for ts in gone {
             self.task.remove_open(self.zone, ts);
         }
-        Ok(())
+        r
     }
 
     fn detach_once(&self) {

@@ -327,9 +327,14 @@ impl Task {
                 }
                 Via::Local(l.clone())
             }
-            Flavor::Provided(b) => {
-                Via::Provided(Linked::attach(&**b, &self.inner, &self.rt, id, true)?)
-            }
+            Flavor::Provided(b) => Via::Provided(Linked::attach(
+                &**b,
+                &self.inner,
+                &self.rt,
+                id,
+                true,
+                C::HOLDS,
+            )?),
         };
         Ok(InputConnection::new(c.clone(), via, self.inner.clone(), id))
     }
@@ -349,9 +354,14 @@ impl Task {
         let id = self.rt.next_conn();
         let via = match c.flavor() {
             Flavor::Local(l) => Via::Local(l.clone()),
-            Flavor::Provided(b) => {
-                Via::Provided(Linked::attach(&**b, &self.inner, &self.rt, id, false)?)
-            }
+            Flavor::Provided(b) => Via::Provided(Linked::attach(
+                &**b,
+                &self.inner,
+                &self.rt,
+                id,
+                false,
+                C::HOLDS,
+            )?),
         };
         Ok(OutputConnection::new(
             c.clone(),
@@ -478,7 +488,8 @@ impl<'a> TaskBuilder<'a> {
         });
         zone.add_task(inner.clone());
         drop(_cut);
-        if self.parent.is_none() {
+        // A proxy's virtual time is no watermark term: nothing to announce for it.
+        if self.parent.is_none() && !self.proxy {
             self.rt.root_task_created(self.zone);
         }
         Ok(Task {

@@ -26,11 +26,11 @@ use crate::zbytes;
 /// How many events wait to be sent, and to be dispatched, before new ones are dropped.
 const BACKLOG: usize = 16 * 1024;
 
-/// An event on its way from a hook to the sender thread.
+/// An event on its way from a hook to the sender thread, which numbers it: numbers then
+/// follow the order events are sent in, even when several threads put at once.
 struct Outgoing {
     container: u64,
     kind: EventKind,
-    seq: u64,
     ts: Timestamp,
     item: Option<Item>,
 }
@@ -80,11 +80,16 @@ impl Events {
         Queues(out_rx, in_rx): Queues,
     ) -> Result<zenoh::pubsub::Subscriber<()>, String> {
         let weak = Arc::downgrade(sh);
+        let mut numbers: HashMap<(u64, EventKind), u64> = HashMap::new();
         thread("stampede-events-out", move || loop {
             let next = out_rx.recv_timeout(Duration::from_secs(1));
             let Some(sh) = weak.upgrade() else { return };
             match next {
-                Ok(e) => send(&sh, e),
+                Ok(e) => {
+                    let n = numbers.entry((e.container, e.kind)).or_insert(0);
+                    *n += 1;
+                    send(&sh, e, *n);
+                }
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             }
@@ -177,7 +182,12 @@ impl Events {
             let mut m = lock(&ev.installed);
             let i = m.entry((owner.to_owned(), container)).or_default();
             i.arrivals.push((id, f));
-            i.arrivals.len() == 1
+            let first = i.arrivals.len() == 1;
+            if first {
+                // Events resume mid-numbering: what came meanwhile was never ours to lose.
+                i.last[0] = 0;
+            }
+            first
         };
         if first {
             if let Err(e) = subscribe_at(sh, owner, container, EventKind::Arrival) {
@@ -223,12 +233,15 @@ impl Events {
         container: u64,
         h: GarbageCallback,
     ) -> Result<(), StmError> {
-        let first = lock(&sh.events.installed)
-            .entry((owner.to_owned(), container))
-            .or_default()
-            .garbage
-            .replace(h)
-            .is_none();
+        let first = {
+            let mut m = lock(&sh.events.installed);
+            let i = m.entry((owner.to_owned(), container)).or_default();
+            let first = i.garbage.replace(h).is_none();
+            if first {
+                i.last[1] = 0;
+            }
+            first
+        };
         if first {
             if let Err(e) = subscribe_at(sh, owner, container, EventKind::Garbage) {
                 if let Some(i) = lock(&sh.events.installed).get_mut(&(owner.to_owned(), container))
@@ -254,13 +267,10 @@ fn thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
 fn hook(sh: &Shared, named: &Named, container: u64, event: EventKind) -> Result<(), StmError> {
     let out = sh.events.out.clone();
     let dropped = sh.counters.events_dropped.clone();
-    let seq = Arc::new(AtomicU64::new(0));
     let emit = move |ts: Timestamp, item: Option<Item>| {
-        let seq = seq.fetch_add(1, Ordering::Relaxed) + 1;
         let e = Outgoing {
             container,
             kind: event,
-            seq,
             ts,
             item,
         };
@@ -301,8 +311,8 @@ fn subscribe_at(
     }
 }
 
-/// Sends one event to every space subscribed to it.
-fn send(sh: &Shared, e: Outgoing) {
+/// Sends event number `seq` to every space subscribed to it.
+fn send(sh: &Shared, e: Outgoing, seq: u64) {
     let spaces: Vec<String> = lock(&sh.events.subscribers)
         .get(&(e.container, e.kind))
         .map(|s| s.iter().cloned().collect())
@@ -314,7 +324,7 @@ fn send(sh: &Shared, e: Outgoing) {
         owner: sh.id.clone(),
         container: e.container,
         kind: e.kind,
-        seq: e.seq,
+        seq,
         ts: e.ts,
         item: e.item.map(|i| WireItem {
             tag: i.tag(),
@@ -342,7 +352,11 @@ fn dispatch(sh: &Shared, e: Event) {
         let Some(i) = m.get_mut(&(e.owner.clone(), e.container)) else {
             return;
         };
-        let last = std::mem::replace(&mut i.last[slot], e.seq);
+        let last = i.last[slot];
+        if e.seq <= last {
+            return; // a repeat of one already run
+        }
+        i.last[slot] = e.seq;
         if last != 0 && e.seq > last + 1 {
             sh.counters
                 .events_lost

@@ -27,6 +27,16 @@ const PUSH_WAIT: Duration = Duration::from_millis(50);
 /// Sends `req` to `owner` and waits for its answer, failing when the owner is known to have
 /// left or does not answer within the configured timeout.
 pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, String> {
+    call_within(sh, owner, req, sh.cfg.op_timeout + sh.cfg.wait_slice)
+}
+
+/// [`call`], waiting up to `limit` for the answer.
+pub(crate) fn call_within(
+    sh: &Shared,
+    owner: &str,
+    req: &Request,
+    limit: Duration,
+) -> Result<Reply, String> {
     let fail = |why: String| {
         tracing::warn!("{why}");
         sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
@@ -35,7 +45,6 @@ pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, Str
     if sh.is_dead(owner) {
         return fail(format!("address space {owner} has left"));
     }
-    let limit = sh.cfg.op_timeout + sh.cfg.wait_slice;
     let payload = zbytes::from_encoded(wire::encode_request(req));
     let replies = match sh
         .session
@@ -283,9 +292,6 @@ impl Backend for Remote {
             task: task.id().0,
             zone: task.zone().0,
         };
-        // Counted before the request, so a detach racing with it cannot end the proxy.
-        let key = (tref.task, tref.zone, owner.clone());
-        *lock(&self.sh.links).entry(key.clone()).or_insert(0) += 1;
         let req = Request::Attach {
             task: tref.clone(),
             container: self.rec.container,
@@ -302,13 +308,8 @@ impl Backend for Remote {
         };
         match call(&self.sh, owner, &req) {
             Ok(Reply::Attached { conn }) => Ok(Box::new(RemoteLink { id: conn, ..link })),
-            other => {
-                link.release();
-                Err(match other {
-                    Ok(r) => stm_error(r, owner),
-                    Err(e) => StmError::Unreachable(e),
-                })
-            }
+            Ok(r) => Err(stm_error(r, owner)),
+            Err(e) => Err(StmError::Unreachable(e)),
         }
     }
 }
@@ -332,35 +333,6 @@ impl RemoteLink {
     }
     fn key(&self) -> (String, u64) {
         (self.owner.clone(), self.container)
-    }
-
-    /// Ends this link's share of the task's proxy at the owner: the last one tells the
-    /// owner the task is gone there.
-    fn release(&self) {
-        let key = (self.tref.task, self.tref.zone, self.owner.clone());
-        let last = {
-            let mut links = lock(&self.sh.links);
-            match links.get_mut(&key) {
-                Some(n) if *n > 1 => {
-                    *n -= 1;
-                    false
-                }
-                Some(_) => {
-                    links.remove(&key);
-                    true
-                }
-                None => false,
-            }
-        };
-        if last {
-            send(
-                &self.sh,
-                &self.owner,
-                &Request::TaskExit {
-                    task: self.tref.clone(),
-                },
-            );
-        }
     }
 
     fn fetch(&self, sel: Selector, wait: Wait, cacheable: bool) -> Result<Got, GetError> {
@@ -560,6 +532,5 @@ impl Link for RemoteLink {
                 conn: self.id,
             },
         );
-        self.release();
     }
 }

@@ -142,34 +142,121 @@ fn would_wait(r: &Reply) -> bool {
     )
 }
 
-fn surrogate(sh: &Shared, t: &TaskRef, create: bool) -> Result<Arc<Surrogate>, Reply> {
+fn surrogate(sh: &Shared, t: &TaskRef) -> Result<Arc<Surrogate>, Reply> {
     let key = (t.space.clone(), t.task, t.zone);
-    let mut s = lock(&sh.surrogates);
-    if let Some(x) = s.get(&key) {
-        return Ok(x.clone());
-    }
-    if !create {
-        return Err(Reply::error(
+    lock(&sh.surrogates).get(&key).cloned().ok_or_else(|| {
+        Reply::error(
             ErrorCode::UnknownConnection,
             "no such connection here (detached, or the session expired)",
-        ));
-    }
-    let task = provider::proxy_task(
-        &sh.rt,
-        format!("{}/task-{}", t.space, t.task),
-        ZoneId(t.zone),
-    )
-    .map_err(|e| stm_error(&e))?;
-    let x = Arc::new(Surrogate {
-        task,
-        conns: Mutex::default(),
-    });
-    s.insert(key, x.clone());
-    Ok(x)
+        )
+    })
+}
+
+/// Attaches the proxy of `t` (made on its first connection) to `container`. The proxy map
+/// stays locked throughout, so a detach of the proxy's last other connection cannot drop
+/// the proxy in between.
+fn attach(
+    sh: &Shared,
+    t: &TaskRef,
+    container: u64,
+    input: bool,
+    vis: stampede_core::Timestamp,
+) -> Result<Reply, Reply> {
+    let owned = sh.owned(container).ok_or_else(|| {
+        Reply::error(
+            ErrorCode::UnknownContainer,
+            format!("no container #{container} here"),
+        )
+    })?;
+    let zone = owned.zone();
+    let key = (t.space.clone(), t.task, t.zone);
+    let mut proxies = lock(&sh.surrogates);
+    let s = match proxies.get(&key) {
+        Some(s) => s.clone(),
+        None => {
+            let task = provider::proxy_task(
+                &sh.rt,
+                format!("{}/task-{}", t.space, t.task),
+                ZoneId(t.zone),
+            )
+            .map_err(|e| stm_error(&e))?;
+            let s = Arc::new(Surrogate {
+                task,
+                conns: Mutex::default(),
+            });
+            proxies.insert(key.clone(), s.clone());
+            s
+        }
+    };
+    let made = connect(sh, &s.task, owned, container, input, vis);
+    let c = match made {
+        Ok(c) => c,
+        Err(r) => {
+            let empty = lock(&s.conns).is_empty();
+            let gone = if empty { proxies.remove(&key) } else { None };
+            drop(proxies);
+            drop(gone); // the proxy task exits outside the map's lock
+            return Err(r);
+        }
+    };
+    let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
+    lock(&s.conns).insert(id, (container, Arc::new(c)));
+    drop(proxies);
+    sh.hold_before_ack(zone);
+    Ok(Reply::Attached { conn: id })
+}
+
+/// A proxy's new connection to `owned`.
+fn connect(
+    sh: &Shared,
+    t: &stampede_core::Task,
+    owned: Named,
+    container: u64,
+    input: bool,
+    vis: stampede_core::Timestamp,
+) -> Result<Conn, Reply> {
+    let e = |e: StmError| stm_error(&e);
+    provider::mirror_visibility(t, vis).map_err(e)?;
+    Ok(match (owned, input) {
+        (Named::Channel(c), true) => {
+            // Hooked first, so every item put once the connection exists is pushed.
+            sh.push_arrivals(container, &c);
+            Conn::ChIn(t.attach_input(&c).map_err(e)?)
+        }
+        (Named::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
+        (Named::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
+        (Named::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
+        (Named::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
+        (Named::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
+        (other, _) => {
+            return Err(e(StmError::Unsupported(
+                format!("serving a {}", other.kind()).into(),
+            )))
+        }
+    })
+}
+
+/// Drops connection `id` of the proxy of `t`, and the proxy with its last connection: a
+/// proxy without connections holds nothing (its virtual time is no watermark term), and the
+/// decision follows connection ids, so a detach and a new attach of the same task may
+/// arrive in either order.
+fn detach(sh: &Shared, t: &TaskRef, id: u64) {
+    let key = (t.space.clone(), t.task, t.zone);
+    let mut proxies = lock(&sh.surrogates);
+    let Some(s) = proxies.get(&key) else { return };
+    let mut conns = lock(&s.conns);
+    let gone = conns.remove(&id);
+    let last = conns.is_empty();
+    drop(conns);
+    let proxy = if last { proxies.remove(&key) } else { None };
+    drop(proxies);
+    // Detaching runs the core's release (and garbage handlers) outside the map's lock.
+    drop(gone);
+    drop(proxy);
 }
 
 fn conn(sh: &Shared, t: &TaskRef, id: u64) -> Result<(Arc<Surrogate>, Arc<Conn>), Reply> {
-    let s = surrogate(sh, t, false)?;
+    let s = surrogate(sh, t)?;
     let c = lock(&s.conns)
         .get(&id)
         .map(|c| c.1.clone())
@@ -196,48 +283,9 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             container,
             input,
             vis,
-        } => {
-            let owned = sh.owned(*container).ok_or_else(|| {
-                Reply::error(
-                    ErrorCode::UnknownContainer,
-                    format!("no container #{container} here"),
-                )
-            })?;
-            let zone = owned.zone();
-            let s = surrogate(sh, task, true)?;
-            let t = &s.task;
-            let e = |e: StmError| stm_error(&e);
-            provider::mirror_visibility(t, *vis).map_err(e)?;
-            let c = match (owned, *input) {
-                (Named::Channel(c), true) => {
-                    // Hooked first, so every item put once the connection exists is pushed.
-                    sh.push_arrivals(*container, &c);
-                    Conn::ChIn(t.attach_input(&c).map_err(e)?)
-                }
-                (Named::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
-                (Named::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
-                (Named::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
-                (Named::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
-                (Named::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
-                (other, _) => {
-                    return Err(e(StmError::Unsupported(
-                        format!("serving a {}", other.kind()).into(),
-                    )))
-                }
-            };
-            let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
-            lock(&s.conns).insert(id, (*container, Arc::new(c)));
-            sh.hold_before_ack(zone);
-            Ok(Reply::Attached { conn: id })
-        }
+        } => attach(sh, task, *container, *input, *vis),
         Request::Detach { task, conn } => {
-            if let Ok(s) = surrogate(sh, task, false) {
-                lock(&s.conns).remove(conn);
-            }
-            Ok(Reply::Ok)
-        }
-        Request::TaskExit { task } => {
-            lock(&sh.surrogates).remove(&(task.space.clone(), task.task, task.zone));
+            detach(sh, task, *conn);
             Ok(Reply::Ok)
         }
         Request::Put {
@@ -489,7 +537,6 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     let from = match &req {
         Request::Attach { task, .. }
         | Request::Detach { task, .. }
-        | Request::TaskExit { task }
         | Request::Put { task, .. }
         | Request::Get { task, .. }
         | Request::Consume { task, .. }

@@ -104,9 +104,6 @@ pub(crate) struct Shared {
     pub(crate) owned: Mutex<HashMap<u64, (Named, Option<String>)>>,
     pub(crate) names: Mutex<HashMap<String, (NameRecord, zenoh::liveliness::LivelinessToken)>>,
     pub(crate) surrogates: Mutex<HashMap<(String, u64, u32), Arc<server::Surrogate>>>,
-    /// Connections of this space's tasks to other spaces' containers, by task, zone and
-    /// owner: the owner keeps a proxy of the task while any is open.
-    pub(crate) links: Mutex<HashMap<(u64, u32, String), usize>>,
     pub(crate) members: Members,
     /// This space's local marks by zone, as last reported.
     pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
@@ -468,7 +465,6 @@ impl Space {
             owned: Mutex::default(),
             names: Mutex::default(),
             surrogates: Mutex::default(),
-            links: Mutex::default(),
             members: Members::default(),
             marks: Mutex::default(),
             cache: Cached::default(),
@@ -851,7 +847,9 @@ impl Space {
             capacity: opts.capacity.map_or(0, |c| c as u64),
             meta: opts.meta.clone(),
         };
-        let container = match remote::call(&self.sh, space, &req) {
+        // The owner registers a name with up to two name-server rounds of its own.
+        let limit = 3 * self.sh.cfg.op_timeout + self.sh.cfg.wait_slice;
+        let container = match remote::call_within(&self.sh, space, &req, limit) {
             Ok(wire::Reply::Created { container }) => container,
             Ok(other) => return Err(remote::stm_error(other, space).into()),
             Err(e) => return Err(NetError::Unreachable(e)),

@@ -624,6 +624,13 @@ fn containers_are_created_in_another_address_space() {
     let job = qi.get().unwrap();
     assert_eq!((job.ts, job.item.as_str()), (15, Some("job")));
     qi.consume(job.ticket).unwrap();
+    // The owner drops a task's proxy with its last connection; attaching again (while the
+    // detach may still be on its way) gets a working connection every time.
+    drop((qo, qi));
+    for _ in 0..20 {
+        let again = t.attach_input(&jobs).unwrap();
+        assert!(matches!(again.try_get(), Err(GetError::Unavailable(_))));
+    }
     // The owner's refusals come back typed.
     assert!(matches!(
         space.channel_on(&id, ContainerOptions::default().name("made/frames")),

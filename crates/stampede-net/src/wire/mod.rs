@@ -98,11 +98,6 @@ pub enum Request {
         /// The connection.
         conn: u64,
     },
-    /// The task exited: drop its connections.
-    TaskExit {
-        /// The task.
-        task: TaskRef,
-    },
     /// Put into a channel or queue, or write a register.
     Put {
         /// The acting task.
@@ -361,7 +356,7 @@ impl Reply {
 // Message codes.
 const REQ_ATTACH: u8 = 1;
 const REQ_DETACH: u8 = 2;
-const REQ_TASK_EXIT: u8 = 3;
+// 3 was version 2's TaskExit: an owner now drops a proxy with its last connection.
 const REQ_PUT: u8 = 4;
 const REQ_GET: u8 = 5;
 const REQ_CONSUME: u8 = 6;
@@ -496,11 +491,6 @@ pub fn encode_request(r: &Request) -> Encoded {
             let mut w = Writer::new(REQ_DETACH, 0);
             w.task(task);
             w.u64(*conn);
-            finish(w, None)
-        }
-        Request::TaskExit { task } => {
-            let mut w = Writer::new(REQ_TASK_EXIT, 0);
-            w.task(task);
             finish(w, None)
         }
         Request::Put {
@@ -797,7 +787,6 @@ pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
             task: r.task()?,
             conn: r.u64()?,
         },
-        REQ_TASK_EXIT => Request::TaskExit { task: r.task()? },
         REQ_PUT => Request::Put {
             task: r.task()?,
             conn: r.u64()?,

@@ -91,7 +91,7 @@ impl Family {
     /// The message codes this family's decoder knows (docs/wire-format.md).
     fn codes(self) -> &'static [u8] {
         match self {
-            Family::Request => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            Family::Request => &[1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12],
             Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71, 72],
             Family::Marks => &[100],
             Family::Push => &[101],
@@ -214,7 +214,6 @@ fn request() -> BoxedStrategy<Request> {
             }
         ),
         (task(), any::<u64>()).prop_map(|(task, conn)| Request::Detach { task, conn }),
-        task().prop_map(|task| Request::TaskExit { task }),
         (
             task(),
             any::<u64>(),
@@ -607,7 +606,6 @@ fn message_codes_match_the_documented_table() {
             }),
             2,
         ),
-        (Message::Request(Request::TaskExit { task: task() }), 3),
         (
             Message::Request(Request::Put {
                 task: task(),
