@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 import stampede as sp
+
+# A run started in the background has SIGINT ignored, and subprocesses would inherit that:
+# the Ctrl-C tests' children would never see their KeyboardInterrupt. Restore Python's own
+# handler, which a child resets to the default when it starts.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
