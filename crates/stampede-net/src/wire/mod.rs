@@ -441,6 +441,13 @@ impl Writer {
         self.u64(i.tag.0);
         self.u32(i.data.len() as u32);
     }
+    /// A `bool` present flag, then the item header if present.
+    fn opt_item_header(&mut self, i: Option<&WireItem>) {
+        self.u8(u8::from(i.is_some()));
+        if let Some(i) = i {
+            self.item_header(i);
+        }
+    }
 }
 
 /// An encoded message: a header and, for messages that carry an item, its bytes. Sending
@@ -643,10 +650,7 @@ pub fn encode_reply(r: &Reply) -> Encoded {
             w.i64(*ts);
             w.u64(*seq);
             w.i64(*floor);
-            w.u8(u8::from(item.is_some()));
-            if let Some(i) = item {
-                w.item_header(i);
-            }
+            w.opt_item_header(item.as_ref());
             finish(w, item.as_ref())
         }
         Reply::Error { code, a, b, text } => {
@@ -765,6 +769,14 @@ impl Reader {
             data: self.buf.slice(start..start + n),
         })
     }
+    /// An item after a `bool` present flag.
+    fn opt_item(&mut self) -> Result<Option<WireItem>, DecodeError> {
+        if self.bool()? {
+            self.item().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
     fn end<T>(self, v: T) -> Result<T, DecodeError> {
         match self.buf.len() - self.pos {
             0 => Ok(v),
@@ -879,7 +891,7 @@ pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
             let ts = r.i64()?;
             let seq = r.u64()?;
             let floor = r.i64()?;
-            let item = if r.bool()? { Some(r.item()?) } else { None };
+            let item = r.opt_item()?;
             Reply::Item {
                 ts,
                 seq,
@@ -1052,10 +1064,7 @@ pub fn encode_event(e: &Event) -> Encoded {
     w.u8(e.kind.code());
     w.u64(e.seq);
     w.i64(e.ts);
-    w.u8(u8::from(e.item.is_some()));
-    if let Some(i) = &e.item {
-        w.item_header(i);
-    }
+    w.opt_item_header(e.item.as_ref());
     finish(w, e.item.as_ref())
 }
 
@@ -1070,7 +1079,7 @@ pub fn decode_event(buf: Bytes) -> Result<Event, DecodeError> {
     let kind = EventKind::from_code(r.u8()?)?;
     let seq = r.u64()?;
     let ts = r.i64()?;
-    let item = if r.bool()? { Some(r.item()?) } else { None };
+    let item = r.opt_item()?;
     r.end(Event {
         owner,
         container,
