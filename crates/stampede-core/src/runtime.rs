@@ -227,13 +227,17 @@ impl Runtime {
         lock(&self.inner.zones).keys().copied().collect()
     }
 
-    /// Calls `f(zone, mark)` whenever a collection pass finds that a zone's *local mark* (the
-    /// lowest of this runtime's own watermark terms, [`WatermarkReport::local`]) changed.
+    /// Calls `f(zone, mark, pass)` after every collection pass with the zone's *local mark*
+    /// (the lowest of this runtime's own watermark terms, [`WatermarkReport::local`]) and the
+    /// pass's number.
     ///
+    /// Passes are numbered from 1 per zone. A pass numbered above the
+    /// [`GcStats::passes`] read after an operation returned saw that operation's effect;
+    /// passes running on two threads may report out of order, so keep the highest number.
     /// A distribution layer reports the mark to the other address spaces, which feed it to
-    /// [`provider::set_external_term`](crate::provider::set_external_term). `f` runs on the thread of the pass and
-    /// must not block.
-    pub fn on_local_mark(&self, f: impl Fn(ZoneId, Timestamp) + Send + Sync + 'static) {
+    /// [`provider::set_external_term`](crate::provider::set_external_term). `f` runs on the
+    /// thread of the pass and must not block.
+    pub fn on_local_mark(&self, f: impl Fn(ZoneId, Timestamp, u64) + Send + Sync + 'static) {
         let f: MarkListener = Arc::new(f);
         *lock(&self.inner.mark_listener) = Some(f.clone());
         for z in lock(&self.inner.zones).values() {

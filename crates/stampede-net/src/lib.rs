@@ -42,6 +42,7 @@ mod config;
 mod endpoint;
 mod error;
 mod events;
+mod marks;
 mod remote;
 mod server;
 mod space;

@@ -488,7 +488,13 @@ impl Link for RemoteLink {
             }
         });
         match r {
-            Ok(Some(Reply::Stored { seq })) => Ok(seq),
+            Ok(Some(Reply::Stored { seq, marks })) => {
+                if self.kind != Kind::Register {
+                    let zone = ZoneId(self.tref.zone);
+                    self.sh().hold_moved(self.owner(), zone, p.ts, marks);
+                }
+                Ok(seq)
+            }
             Ok(Some(other)) => Err(PutError::new(put_kind(other, self.owner()), p.ts, p.item)),
             Ok(None) => Err(PutError::new(PutErrorKind::Interrupted, p.ts, p.item)),
             Err(_) => Err(PutError::new(PutErrorKind::Unreachable, p.ts, p.item)),

@@ -304,14 +304,13 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             if *consumers > 0 {
                 opts = opts.consumers(*consumers);
             }
-            let stored = match &*c {
-                Conn::ChOut(o) => o.put_with(*ts, it, opts).map(|()| Reply::Stored { seq: 0 }),
-                Conn::QOut(o) => o.put_with(*ts, it, wait).map(|t| Reply::Stored { seq: t }),
+            let seq = match &*c {
+                Conn::ChOut(o) => o.put_with(*ts, it, opts).map(|()| 0),
+                Conn::QOut(o) => o.put_with(*ts, it, wait),
                 Conn::ROut(o) => {
-                    return o
-                        .write(it)
-                        .map(|seq| Reply::Stored { seq })
-                        .map_err(|e| stm_error(&e))
+                    // Registers are outside collection: no hold moves.
+                    let seq = o.write(it).map_err(|e| stm_error(&e))?;
+                    return Ok(Reply::Stored { seq, marks: 0 });
                 }
                 _ => {
                     return Err(Reply::error(
@@ -321,8 +320,10 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 }
             }
             .map_err(|e| put_error(&e))?;
-            sh.hold_before_ack(ZoneId(task.zone));
-            Ok(stored)
+            // The putter lets go of its hold on this item once acknowledged: the owner's
+            // marks hold it from the version the acknowledgement names.
+            let marks = sh.hold_moved_here(ZoneId(task.zone), *ts);
+            Ok(Reply::Stored { seq, marks })
         }
         Request::Get {
             task,

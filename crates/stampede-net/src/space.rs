@@ -9,7 +9,6 @@ use crossbeam_channel::{Receiver, Sender};
 use stampede_core::provider::{self, Directory};
 use stampede_core::{
     Channel, ContainerOptions, Item, Named, Queue, Register, Runtime, StmError, Timestamp, ZoneId,
-    INFINITY,
 };
 use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait as _};
@@ -17,6 +16,7 @@ use zenoh::{Session, Wait as _};
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
 use crate::events::Events;
+use crate::marks::{Book, Effect};
 use crate::remote;
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
@@ -105,8 +105,13 @@ pub(crate) struct Shared {
     pub(crate) names: Mutex<HashMap<String, (NameRecord, zenoh::liveliness::LivelinessToken)>>,
     pub(crate) surrogates: Mutex<HashMap<(String, u64, u32), Arc<server::Surrogate>>>,
     pub(crate) members: Members,
-    /// This space's local marks by zone, as last reported.
-    pub(crate) marks: Mutex<BTreeMap<u32, Timestamp>>,
+    /// The marks this space publishes and the terms others' marks give here; see `book()`.
+    book: Mutex<Book>,
+    /// Passes' local marks not yet taken into the book: a pass reports here, never to the
+    /// book itself, since setting a term under the book's lock may run a pass.
+    passes: Mutex<BTreeMap<u32, (Timestamp, u64)>>,
+    /// Held while a marks message is sent, so messages leave in version order.
+    sending: Mutex<()>,
     pub(crate) cache: Cached,
     pub(crate) pushes: Pushes,
     pub(crate) pool: server::Pool,
@@ -198,13 +203,20 @@ impl Shared {
         };
         drop(gone);
         self.events.space_left(space);
-        for z in self.rt.zones() {
-            provider::set_external_term(&self.rt, z, space, None);
-        }
+        self.with_book(|b| b.left(space));
         lock(&self.cache.items).items.retain(|k, _| k.0 != space);
     }
 
-    fn marks_received(&self, space: &str, marks: &[(u32, Timestamp)]) {
+    /// Runs `f` on the books and sets the terms it changed, under the books' lock so that
+    /// changes from two threads are set in the order they were made.
+    fn with_book(&self, f: impl FnOnce(&mut Book) -> Vec<Effect>) {
+        let mut book = self.book();
+        for (space, zone, term) in f(&mut book) {
+            provider::set_external_term(&self.rt, ZoneId(zone), &space, term);
+        }
+    }
+
+    fn marks_received(&self, space: &str, marks: &wire::Marks) {
         if space == self.id || self.is_dead(space) {
             return;
         }
@@ -216,30 +228,65 @@ impl Shared {
             );
             return;
         }
-        for &(z, m) in marks {
-            let m = (m != INFINITY).then_some(m);
-            provider::set_external_term(&self.rt, ZoneId(z), space, m);
-        }
+        self.with_book(|b| b.received(space, marks));
     }
 
-    /// Before an operation of another space is acknowledged: a hold it moved here (an item
-    /// put here that a connection has not consumed yet) must be in this space's published
-    /// marks before the requester drops its own hold, or a third space's floor could pass
-    /// it in between.
+    /// Before a new remote connection is acknowledged: whatever it holds here is in this
+    /// space's published marks.
     pub(crate) fn hold_before_ack(&self, zone: ZoneId) {
-        let before = self.rt.local_mark(zone);
         self.rt.collect_zone(zone);
-        if self.rt.local_mark(zone) < before {
+        if self.book().lowered(zone.0) {
             self.publish_marks();
         }
     }
 
-    fn publish_marks(&self) {
-        let marks: Vec<_> = lock(&self.marks).iter().map(|(&z, &m)| (z, m)).collect();
+    /// Another space put an item at `ts` in `zone` here, now stored: returns the version of
+    /// this space's marks message that covers it, sent before this returns (see `marks`).
+    pub(crate) fn hold_moved_here(&self, zone: ZoneId, ts: Timestamp) -> u64 {
+        let after = self.rt.gc_stats(zone).passes;
+        let covered = self.book().pin(zone.0, ts, after);
+        covered.unwrap_or_else(|| self.publish_marks())
+    }
+
+    /// This space's put at `ts` in `zone` was stored by `owner`, covered from its marks
+    /// message `version` on; call before the put's own hold goes.
+    pub(crate) fn hold_moved(&self, owner: &str, zone: ZoneId, ts: Timestamp, version: u64) {
+        self.with_book(|b| b.transfer(owner, zone.0, ts, version));
+    }
+
+    /// Sends this space's marks now, with back-pressure rather than loss; returns the
+    /// message's version.
+    /// The books, with the passes reported since last time.
+    fn book(&self) -> MutexGuard<'_, Book> {
+        let mut book = lock(&self.book);
+        for (zone, (mark, pass)) in std::mem::take(&mut *lock(&self.passes)) {
+            book.noted(zone, mark, pass);
+        }
+        book
+    }
+
+    /// Publishes if the last message no longer says what this space holds.
+    fn publish_if_stale(&self) {
+        if self.book().any_stale() {
+            self.publish_marks();
+        }
+    }
+
+    fn publish_marks(&self) -> u64 {
+        let mut book = self.book();
+        let msg = book.message();
+        let sending = lock(&self.sending);
+        drop(book);
         let key = self.key("marks", &self.id);
-        if let Err(e) = self.session.put(key, wire::encode_marks(&marks)).wait() {
+        let put = self
+            .session
+            .put(key, wire::encode_marks(&msg))
+            .congestion_control(zenoh::qos::CongestionControl::Block);
+        if let Err(e) = put.wait() {
             tracing::warn!("could not publish watermark marks: {e}");
         }
+        drop(sending);
+        msg.version
     }
 
     pub(crate) fn owned(&self, id: u64) -> Option<Named> {
@@ -457,7 +504,7 @@ impl Space {
         let (events, queues) = Events::new();
         let sh = Arc::new(Shared {
             app: app.to_owned(),
-            id,
+            id: id.clone(),
             session,
             rt,
             pool: server::Pool::new(),
@@ -466,7 +513,9 @@ impl Space {
             names: Mutex::default(),
             surrogates: Mutex::default(),
             members: Members::default(),
-            marks: Mutex::default(),
+            book: Mutex::new(Book::new(&id)),
+            passes: Mutex::default(),
+            sending: Mutex::default(),
             cache: Cached::default(),
             pushes: Pushes {
                 channels: Mutex::default(),
@@ -575,7 +624,7 @@ impl Space {
             .declare_queryable(sh.key("marks", &sh.id))
             .callback(move |q| {
                 let Some(sh) = weak.upgrade() else { return };
-                let marks: Vec<_> = lock(&sh.marks).iter().map(|(&z, &m)| (z, m)).collect();
+                let marks = sh.book().last_message();
                 // On this space's own key: the asker takes the space's id from it.
                 let _ = q
                     .reply(sh.key("marks", &sh.id), wire::encode_marks(&marks))
@@ -617,9 +666,14 @@ impl Space {
         let weak: Weak<Shared> = Arc::downgrade(sh);
         {
             let weak = weak.clone();
-            sh.rt.on_local_mark(move |zone, mark| {
+            sh.rt.on_local_mark(move |zone, mark, pass| {
                 if let Some(sh) = weak.upgrade() {
-                    lock(&sh.marks).insert(zone.0, mark);
+                    let mut passes = lock(&sh.passes);
+                    let e = passes.entry(zone.0).or_insert((mark, pass));
+                    if e.1 < pass {
+                        *e = (mark, pass);
+                    }
+                    drop(passes);
                     let _ = tx.try_send(());
                 }
             });
@@ -627,15 +681,18 @@ impl Space {
         std::thread::Builder::new()
             .name("stampede-marks".into())
             .spawn(move || {
-                // Changes are sent as they happen, and all marks again every second so a
-                // lost message cannot hold anyone's watermark for long.
+                // Changes are sent as passes find them, and all marks again every second,
+                // for a space that joined in between.
                 loop {
                     let r = rx.recv_timeout(Duration::from_secs(1));
                     let Some(sh) = weak.upgrade() else { return };
-                    if matches!(r, Err(crossbeam_channel::RecvTimeoutError::Disconnected)) {
-                        return;
+                    match r {
+                        Ok(()) => sh.publish_if_stale(),
+                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                            sh.publish_marks();
+                        }
+                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
                     }
-                    sh.publish_marks();
                 }
             })
             .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
@@ -1094,8 +1151,6 @@ impl Directory for Names {
         // this zone's mark now, ahead of any request the task sends.
         let Some(sh) = self.sh.upgrade() else { return };
         sh.rt.collect_zone(zone);
-        let mark = sh.rt.local_mark(zone);
-        lock(&sh.marks).insert(zone.0, mark);
         sh.publish_marks();
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::{app, eventually, free_port, Proc};
 use stampede_core::{
     Channel, Container, ContainerOptions, GetError, PutErrorKind, Queue, Register, Selector,
-    StmError, Task, Timestamp, INFINITY,
+    StmError, Task, Timestamp, ZoneId, INFINITY,
 };
 use stampede_net::{Config, NetError, Space};
 
@@ -188,6 +188,64 @@ fn child_entry() {
                 known = now;
                 std::thread::sleep(Duration::from_millis(10));
             }
+        }
+        // Owns "sink" (zone 0) and "flood" (zone 1). Relays each item of "sink" to "relay"
+        // while holding it open, and floods the link to the router with large items.
+        "relayer" => {
+            let n: usize = env("N").parse().unwrap();
+            let sink = space
+                .channel(ContainerOptions::unbounded().name("sink"))
+                .unwrap();
+            let flood = space
+                .channel(ContainerOptions::bounded(8).name("flood").zone(ZoneId(1)))
+                .unwrap();
+            let relay = space.lookup_channel("relay", T).unwrap();
+            let flooder = space
+                .task_builder()
+                .zone(ZoneId(1))
+                .virtual_time(0)
+                .create()
+                .unwrap();
+            let fout = flooder.attach_output(&flood).unwrap();
+            std::thread::spawn(move || {
+                let big = vec![7u8; 1 << 20];
+                for ts in 0.. {
+                    if fout.put_timeout(ts, big.clone(), T).is_err() {
+                        return;
+                    }
+                    flooder.set_virtual_time(ts + 1).unwrap();
+                }
+            });
+            let t = space.task(INFINITY).unwrap();
+            let input = t.attach_input(&sink).unwrap();
+            let out = t.attach_output(&relay).unwrap();
+            println!("READY");
+            for _ in 0..n {
+                let (ts, item) = input.get(Selector::NextUnseen).unwrap();
+                // The open item holds this space's mark at `ts` while the put is on its way.
+                if let Err(e) = out.put(ts, item) {
+                    println!("FAILED {ts} {e}");
+                }
+                input.consume(ts).unwrap();
+            }
+            println!("DONE");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        // Puts 1..=N into "sink", a pause apart, its virtual time just past each.
+        "pacer" => {
+            let n: i64 = env("N").parse().unwrap();
+            let sink = space.lookup_channel("sink", T).unwrap();
+            let t = space.task(1).unwrap();
+            let out = t.attach_output(&sink).unwrap();
+            println!("READY");
+            for ts in 1..=n {
+                out.put(ts, "x").unwrap();
+                t.set_virtual_time(ts + 1).unwrap();
+                std::thread::sleep(Duration::from_millis(15));
+            }
+            t.set_virtual_time(INFINITY).unwrap();
+            println!("DONE");
+            std::thread::sleep(Duration::from_secs(600));
         }
         other => panic!("unknown role {other}"),
     }
@@ -1082,4 +1140,94 @@ fn a_late_joiner_collects() {
         "{}",
         late.runtime().explain(Default::default())
     );
+}
+
+/// A hold moved by a put stays held everywhere while the link from its new owner is flooded:
+/// the putter's raised mark reaches this space long before the owner's lowered one, and the
+/// item the owner relays here at the same timestamp must still be accepted and readable.
+#[test]
+fn a_moved_hold_survives_a_flooded_link() {
+    let (space, ep, app) = router("flood");
+    let n = 60;
+    let relay = space
+        .channel(ContainerOptions::unbounded().name("relay"))
+        .unwrap();
+    // Data far ahead: the floor here is limited by the marks alone, not by the horizon.
+    let ahead = space
+        .channel(ContainerOptions::unbounded().name("ahead"))
+        .unwrap();
+    // Holds the floor here until the putter's task counts.
+    let gate = space.task(0).unwrap();
+    let src = space.task(1_000_000).unwrap();
+    src.attach_output(&ahead)
+        .unwrap()
+        .put(1_000_000, "ahead")
+        .unwrap();
+    src.set_virtual_time(INFINITY).unwrap();
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&relay).unwrap();
+    let mut relayer = spawn("relayer", &ep, &app, &[("N", n.to_string())]);
+    relayer.expect("READY", T);
+    // Take in the flood as it comes, so the owner's pushes keep the link full.
+    let flood = space.lookup_channel("flood", T).unwrap();
+    let drain = space
+        .task_builder()
+        .zone(ZoneId(1))
+        .virtual_time(INFINITY)
+        .create()
+        .unwrap();
+    let fin = drain.attach_input(&flood).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let draining = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok((ts, _)) =
+                    fin.get_timeout(Selector::NewestUnseen, Duration::from_millis(200))
+                {
+                    let _ = fin.consume_until(ts);
+                }
+            }
+        })
+    };
+    let mut pacer = spawn("pacer", &ep, &app, &[("N", n.to_string())]);
+    pacer.expect("READY", T);
+    assert!(eventually(T, || {
+        let r = space.runtime().explain(ZoneId::DEFAULT);
+        r.holds
+            .iter()
+            .any(|h| h.ts == 1 && matches!(h.cause, stampede_core::HoldCause::Remote { .. }))
+    }));
+    gate.set_virtual_time(INFINITY).unwrap();
+    let mut got = Vec::new();
+    while got.len() < n {
+        match input.get_timeout(Selector::NextUnseen, T) {
+            Ok((ts, _)) => {
+                input.consume(ts).unwrap();
+                got.push(ts);
+            }
+            Err(e) => panic!(
+                "item {} never arrived ({e}); got {got:?}; relayer said {:?}; pacer said \
+                 {:?}\n{}",
+                got.len() + 1,
+                relayer.seen,
+                pacer.seen,
+                space.runtime().explain(ZoneId::DEFAULT)
+            ),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    relayer.expect("DONE", T);
+    assert!(
+        !relayer.seen.iter().any(|l| l.starts_with("FAILED")),
+        "relayed puts refused: {:?}",
+        relayer.seen
+    );
+    assert_eq!(
+        got,
+        (1..=n as i64).collect::<Vec<_>>(),
+        "every item, in order"
+    );
+    pacer.expect("DONE", T);
+    draining.join().unwrap();
 }

@@ -230,8 +230,8 @@ struct Members {
     remote: BTreeMap<String, Timestamp>,
 }
 
-/// Told of every change of a zone's local mark (see [`WatermarkReport::local`]).
-pub(crate) type MarkListener = Arc<dyn Fn(ZoneId, Timestamp) + Send + Sync>;
+/// Told of every pass's local mark (see [`WatermarkReport::local`]) with the pass's number.
+pub(crate) type MarkListener = Arc<dyn Fn(ZoneId, Timestamp, u64) + Send + Sync>;
 
 struct Snapshot {
     tasks: Vec<Arc<TaskInner>>,
@@ -370,36 +370,37 @@ impl Zone {
         (w, local)
     }
 
-    /// Publishes a changed local mark to the listener, outside every lock but this one's.
-    fn note_local(&self, local: Timestamp) {
-        if self.local.swap(local, Ordering::AcqRel) != local {
-            let l = lock(&self.listener).clone();
-            if let Some(l) = l {
-                l(self.id, local);
-            }
+    /// Tells the listener of pass `pass`'s local mark, outside every lock but this one's.
+    /// Passes on two threads may report out of order: the number says which is newer.
+    fn note_local(&self, local: Timestamp, pass: u64) {
+        let l = lock(&self.listener).clone();
+        if let Some(l) = l {
+            l(self.id, local, pass);
         }
     }
 
     /// Runs one pass: takes a consistent cut of the terms, raises the floor, reclaims.
     pub(crate) fn collect(&self) -> Timestamp {
-        let (w, local, snap) = {
+        let (w, local, pass, snap) = {
             let _cut = self
                 .gc
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let snap = self.snapshot();
-            self.passes.fetch_add(1, Ordering::Relaxed);
+            let pass = self.passes.fetch_add(1, Ordering::Relaxed) + 1;
             let floor = self.floor();
             let (w, local) = Self::terms(&snap, None);
+            // Stored within the cut, so the mark always is the newest pass's.
+            self.local.store(local, Ordering::Release);
             if snap.tasks.is_empty() && snap.remote.is_empty() {
-                (floor, local, None)
+                (floor, local, pass, None)
             } else {
                 let w = w.max(floor);
                 self.floor.store(w, Ordering::Release);
-                (w, local, Some(snap))
+                (w, local, pass, Some(snap))
             }
         };
-        self.note_local(local);
+        self.note_local(local, pass);
         let Some(snap) = snap else { return w };
         let mut n = 0;
         for c in &snap.containers {

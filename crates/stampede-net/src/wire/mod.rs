@@ -21,7 +21,7 @@ use stampede_core::{Selector, Timestamp, TypeTag, Wait};
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"SP";
 /// The format version this build speaks. A message of another version gets an error reply.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// Why a message could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -275,6 +275,9 @@ pub enum Reply {
     Stored {
         /// Ticket or sequence number.
         seq: u64,
+        /// The version of the owner's marks message that covers the stored item (see
+        /// [`Marks`]).
+        marks: u64,
     },
     /// A gotten item. `item` is `None` when the request said it was cached.
     Item {
@@ -620,9 +623,10 @@ pub fn encode_reply(r: &Reply) -> Encoded {
             w.u64(*conn);
             finish(w, None)
         }
-        Reply::Stored { seq } => {
+        Reply::Stored { seq, marks } => {
             let mut w = Writer::new(REP_STORED, 0);
             w.u64(*seq);
+            w.u64(*marks);
             finish(w, None)
         }
         Reply::Created { container } => {
@@ -873,7 +877,10 @@ pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
         REP_OK => Reply::Ok,
         REP_AGAIN => Reply::Again,
         REP_ATTACHED => Reply::Attached { conn: r.u64()? },
-        REP_STORED => Reply::Stored { seq: r.u64()? },
+        REP_STORED => Reply::Stored {
+            seq: r.u64()?,
+            marks: r.u64()?,
+        },
         REP_CREATED => Reply::Created {
             container: r.u64()?,
         },
@@ -977,30 +984,81 @@ pub fn decode_name(buf: Bytes) -> Result<NameRecord, DecodeError> {
     r.end(n)
 }
 
-/// Encodes an address space's local watermark marks, one per zone.
-pub fn encode_marks(marks: &[(u32, Timestamp)]) -> Vec<u8> {
-    let n = marks.len().min(u16::MAX as usize);
-    let mut w = Writer::new(MSG_MARKS, n * 12);
+/// An address space's watermark message: its lowest term per zone, and the holds it moved
+/// to owners that those owners' messages may not have covered yet everywhere.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Numbers the sender's messages from 1; a receiver keeps the newest.
+    pub version: u64,
+    /// (zone, lowest term) per zone.
+    pub marks: Vec<(u32, Timestamp)>,
+    /// Holds moved to other spaces' containers.
+    pub transfers: Vec<Transfer>,
+}
+
+/// A hold the sender moved to `owner` by a put: a receiver keeps `ts` as a bound on the
+/// owner's term in `zone` until it has seen the owner's message `version`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The space that stored the item.
+    pub owner: String,
+    /// The item's zone.
+    pub zone: u32,
+    /// The item's timestamp.
+    pub ts: Timestamp,
+    /// The owner's first message that covers it.
+    pub version: u64,
+}
+
+/// Encodes a marks message; at most `u16::MAX` marks and transfers each.
+pub fn encode_marks(m: &Marks) -> Vec<u8> {
+    let n = m.marks.len().min(u16::MAX as usize);
+    let k = m.transfers.len().min(u16::MAX as usize);
+    let mut w = Writer::new(MSG_MARKS, 12 + n * 12 + k * 48);
+    w.u64(m.version);
     w.0.extend_from_slice(&(n as u16).to_le_bytes());
-    for &(z, m) in &marks[..n] {
+    for &(z, ts) in &m.marks[..n] {
         w.u32(z);
-        w.i64(m);
+        w.i64(ts);
+    }
+    w.0.extend_from_slice(&(k as u16).to_le_bytes());
+    for t in &m.transfers[..k] {
+        w.str(&t.owner);
+        w.u32(t.zone);
+        w.i64(t.ts);
+        w.u64(t.version);
     }
     w.0.to_vec()
 }
 
-/// Decodes watermark marks.
-pub fn decode_marks(buf: Bytes) -> Result<Vec<(u32, Timestamp)>, DecodeError> {
+/// Decodes a marks message.
+pub fn decode_marks(buf: Bytes) -> Result<Marks, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_MARKS {
         return Err(DecodeError::UnknownCode("marks message", code));
     }
+    let version = r.u64()?;
     let n = u16::from_le_bytes(r.array()?) as usize;
-    let mut v = Vec::with_capacity(n.min(r.buf.len() / 12));
+    let mut marks = Vec::with_capacity(n.min(r.buf.len() / 12));
     for _ in 0..n {
-        v.push((r.u32()?, r.i64()?));
+        marks.push((r.u32()?, r.i64()?));
     }
-    r.end(v)
+    let k = u16::from_le_bytes(r.array()?) as usize;
+    // A transfer takes at least 22 bytes on the wire.
+    let mut transfers = Vec::with_capacity(k.min(r.buf.len() / 22));
+    for _ in 0..k {
+        transfers.push(Transfer {
+            owner: r.str()?,
+            zone: r.u32()?,
+            ts: r.i64()?,
+            version: r.u64()?,
+        });
+    }
+    r.end(Marks {
+        version,
+        marks,
+        transfers,
+    })
 }
 
 /// An item an owner sends ahead to an address space with input connections to its channel.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::{
     decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
     encode_event, encode_marks, encode_name, encode_push, encode_reply, encode_request,
-    DecodeError, ErrorCode, Event, EventKind, Kind, NameRecord, Push, Reply, Request, TaskRef,
-    WireItem, MAGIC, MAX_CACHED, VERSION,
+    DecodeError, ErrorCode, Event, EventKind, Kind, Marks, NameRecord, Push, Reply, Request,
+    TaskRef, Transfer, WireItem, MAGIC, MAX_CACHED, VERSION,
 };
 use bytes::Bytes;
 use proptest::collection::vec;
@@ -62,9 +62,10 @@ fn allocated_by<T>(f: impl FnOnce() -> T) -> (T, usize) {
 }
 
 /// The most a decoder may allocate for `n` input bytes: its strings and lists are copies
-/// of the input (marks take 16 bytes of memory for 12 on the wire), plus small constants.
+/// of the input (a transfer in a marks message takes 48 bytes of memory for at least 22 on
+/// the wire), plus small constants.
 fn allocation_limit(n: usize) -> usize {
-    2 * n + 1024
+    4 * n + 1024
 }
 
 /// The five kinds of message, each with its own decoder.
@@ -106,7 +107,7 @@ enum Message {
     Request(Request),
     Reply(Reply),
     Name(NameRecord),
-    Marks(Vec<(u32, i64)>),
+    Marks(Marks),
     Push(Push),
     Event(Event),
 }
@@ -292,7 +293,7 @@ fn reply() -> BoxedStrategy<Reply> {
     prop_oneof![
         Just(Reply::Ok),
         any::<u64>().prop_map(|conn| Reply::Attached { conn }),
-        any::<u64>().prop_map(|seq| Reply::Stored { seq }),
+        (any::<u64>(), any::<u64>()).prop_map(|(seq, marks)| Reply::Stored { seq, marks }),
         any::<u64>().prop_map(|container| Reply::Created { container }),
         (any::<bool>(), vec(any::<i64>(), 0..100))
             .prop_map(|(closed, timestamps)| Reply::Visible { closed, timestamps }),
@@ -373,8 +374,25 @@ fn name() -> impl Strategy<Value = NameRecord> {
         )
 }
 
-fn marks() -> impl Strategy<Value = Vec<(u32, i64)>> {
-    vec((any::<u32>(), any::<i64>()), 0..200)
+fn marks() -> impl Strategy<Value = Marks> {
+    let transfer = ("[a-f0-9]{0,32}", any::<u32>(), any::<i64>(), any::<u64>()).prop_map(
+        |(owner, zone, ts, version)| Transfer {
+            owner,
+            zone,
+            ts,
+            version,
+        },
+    );
+    (
+        any::<u64>(),
+        vec((any::<u32>(), any::<i64>()), 0..200),
+        vec(transfer, 0..20),
+    )
+        .prop_map(|(version, marks, transfers)| Marks {
+            version,
+            marks,
+            transfers,
+        })
 }
 
 fn push() -> impl Strategy<Value = Push> {
@@ -641,7 +659,7 @@ fn message_codes_match_the_documented_table() {
         (Message::Request(Request::Explain { zone: 0 }), 8),
         (Message::Reply(Reply::Ok), 64),
         (Message::Reply(Reply::Attached { conn: 1 }), 65),
-        (Message::Reply(Reply::Stored { seq: 1 }), 66),
+        (Message::Reply(Reply::Stored { seq: 1, marks: 2 }), 66),
         (
             Message::Reply(Reply::Item {
                 ts: 0,
@@ -662,7 +680,7 @@ fn message_codes_match_the_documented_table() {
             }),
             70,
         ),
-        (Message::Marks(vec![]), 100),
+        (Message::Marks(Marks::default()), 100),
         (
             Message::Push(Push {
                 container: 1,
@@ -685,7 +703,7 @@ fn message_codes_match_the_documented_table() {
         ),
     ];
     for (m, code) in cases {
-        assert_eq!(&m.encode()[..3], b"SP\x03", "{m:?}");
+        assert_eq!(&m.encode()[..3], b"SP\x04", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");
         assert!(m.family().codes().contains(&code), "{m:?}");
     }
@@ -814,7 +832,7 @@ fn a_put_is_laid_out_as_documented() {
         wait: Wait::For(Duration::from_micros(8)),
         item: small_item(),
     };
-    let mut want = b"SP\x03\x04".to_vec();
+    let mut want = b"SP\x04\x04".to_vec();
     want.extend_from_slice(&2u16.to_le_bytes());
     want.extend_from_slice("é".as_bytes());
     want.extend_from_slice(&2u64.to_le_bytes());
@@ -1045,8 +1063,21 @@ fn lengths_beyond_the_message_are_truncated_without_allocating() {
     ));
     cases.push((
         Family::Marks,
-        patched(&Message::Marks(vec![(1, 2)]), |b| {
-            b[4..6].copy_from_slice(&u16::MAX.to_le_bytes())
+        patched(
+            &Message::Marks(Marks {
+                version: 1,
+                marks: vec![(1, 2)],
+                transfers: Vec::new(),
+            }),
+            |b| b[12..14].copy_from_slice(&u16::MAX.to_le_bytes()),
+        ),
+    ));
+    // A count of transfers.
+    cases.push((
+        Family::Marks,
+        patched(&Message::Marks(Marks::default()), |b| {
+            let n = b.len();
+            b[n - 2..].copy_from_slice(&u16::MAX.to_le_bytes())
         }),
     ));
 
