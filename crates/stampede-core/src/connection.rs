@@ -129,6 +129,10 @@ pub struct PutOptions {
     pub consumers: Option<u32>,
     /// Whether to wait for space in a full bounded channel.
     pub wait: Wait,
+    /// Return only once the item is stored. A put into another address space's channel
+    /// otherwise returns once sent, and a refusal only the owner can see comes later (see
+    /// [`PutError`]); a local put always returns stored.
+    pub sync: bool,
 }
 
 impl Default for PutOptions {
@@ -136,6 +140,7 @@ impl Default for PutOptions {
         PutOptions {
             consumers: None,
             wait: Wait::Forever,
+            sync: false,
         }
     }
 }
@@ -151,12 +156,33 @@ impl PutOptions {
         self.wait = wait;
         self
     }
+    /// Whether to return only once the item is stored (see [`PutOptions::sync`]).
+    pub fn sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
 }
 
 impl OutputConnection<Channel> {
     /// Puts `item` at `ts`, waiting for space if the channel is bounded and full.
     pub fn put(&self, ts: Timestamp, item: impl Into<Item>) -> Result<(), PutError> {
         self.put_with(ts, item, PutOptions::default())
+    }
+
+    /// Puts, returning only once the item is stored: a refusal only the owner of a remote
+    /// channel can see fails this call rather than a later one.
+    pub fn put_sync(&self, ts: Timestamp, item: impl Into<Item>) -> Result<(), PutError> {
+        self.put_with(ts, item, PutOptions::default().sync(true))
+    }
+
+    /// Waits until every put made on this connection is stored or refused, and reports a
+    /// refusal not reported yet ([`PutError::is_deferred`]). Puts into a local channel are
+    /// stored when they return, so there is nothing to wait for.
+    pub fn flush(&self) -> Result<(), PutError> {
+        match &self.via {
+            Via::Local(_) => Ok(()),
+            Via::Provided(l) => l.flush(),
+        }
     }
 
     /// Puts without waiting; a full channel gives [`PutErrorKind::Full`](crate::PutErrorKind::Full).
@@ -206,7 +232,7 @@ impl OutputConnection<Channel> {
         match &self.via {
             Via::Local(c) => c.put(&self.task, ts, item, opts.consumers, opts.wait, interrupted),
             Via::Provided(l) => l
-                .put(ts, item, opts.consumers, opts.wait, interrupted)
+                .put(ts, item, opts.consumers, opts.wait, opts.sync, interrupted)
                 .map(drop),
         }
     }
@@ -282,7 +308,8 @@ impl OutputConnection<Queue> {
     ) -> Result<u64, PutError> {
         match &self.via {
             Via::Local(q) => q.put(&self.task, ts, item, wait, interrupted),
-            Via::Provided(l) => l.put(ts, item, None, wait, interrupted),
+            // Tickets come from the owner: a queue put returns once stored.
+            Via::Provided(l) => l.put(ts, item, None, wait, true, interrupted),
         }
     }
     /// Puts like [`put_with`](Self::put_with), asking `interrupted` while the put waits for
@@ -304,7 +331,7 @@ impl OutputConnection<Register> {
         match &self.via {
             Via::Local(r) => r.write(&self.task, item.into()),
             Via::Provided(l) => l
-                .put(0, item.into(), None, Wait::Never, None)
+                .put(0, item.into(), None, Wait::Never, true, None)
                 .map_err(|e| match e.kind() {
                     PutErrorKind::Closed => StmError::Closed,
                     PutErrorKind::Detached => StmError::Detached,

@@ -41,16 +41,50 @@ pub enum PutErrorKind {
 }
 
 /// A put that failed; the item is handed back unchanged.
+///
+/// A put into another address space's channel returns once it is sent; a refusal only
+/// its owner can see arrives later and is reported by the connection's next put (which is
+/// then not made: [`take_unsent`](Self::take_unsent) hands its own item back) or its next
+/// flush. Such an error is [`deferred`](Self::is_deferred), and names the earlier put.
 pub struct PutError {
     kind: PutErrorKind,
     ts: Timestamp,
     item: Item,
+    deferred: bool,
+    unsent: Option<Box<(Timestamp, Item)>>,
 }
 
 impl PutError {
     /// A failed put of `item` at `ts` (for layers that forward puts).
     pub fn new(kind: PutErrorKind, ts: Timestamp, item: Item) -> Self {
-        Self { kind, ts, item }
+        Self {
+            kind,
+            ts,
+            item,
+            deferred: false,
+            unsent: None,
+        }
+    }
+    /// The refusal of a put that had already returned, reported later.
+    pub fn deferred(kind: PutErrorKind, ts: Timestamp, item: Item) -> Self {
+        Self {
+            deferred: true,
+            ..Self::new(kind, ts, item)
+        }
+    }
+    /// This error reported by a put of `item` at `ts` that was therefore not made.
+    pub fn with_unsent(mut self, ts: Timestamp, item: Item) -> Self {
+        self.unsent = Some(Box::new((ts, item)));
+        self
+    }
+    /// Whether this is an earlier put's refusal, reported late (see [`PutError`]).
+    pub fn is_deferred(&self) -> bool {
+        self.deferred
+    }
+    /// The timestamp and item of the put that reported this deferred error instead of
+    /// being made, once.
+    pub fn take_unsent(&mut self) -> Option<(Timestamp, Item)> {
+        self.unsent.take().map(|b| *b)
     }
     /// The timestamp of the failed put.
     pub fn ts(&self) -> Timestamp {
@@ -79,12 +113,16 @@ impl fmt::Debug for PutError {
         f.debug_struct("PutError")
             .field("kind", &self.kind)
             .field("ts", &self.ts)
+            .field("deferred", &self.deferred)
             .finish_non_exhaustive()
     }
 }
 
 impl fmt::Display for PutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.deferred {
+            write!(f, "an earlier ")?;
+        }
         let ts = fmt_ts(self.ts);
         match self.kind {
             PutErrorKind::Full => write!(f, "put at {ts}: container is full"),

@@ -96,7 +96,7 @@ use crate::time::{Timestamp, ZoneId};
 use crate::wait::Wait;
 
 /// The version of this interface.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A container served by a provider. One backend type can serve every kind: the handle it
 /// is wrapped in ([`channel`], [`queue`], [`register`]) says which operations reach it.
@@ -181,6 +181,58 @@ pub struct Put<'a> {
     /// Asked while the put waits, as in
     /// [`OutputConnection::put_interruptible`](crate::OutputConnection::put_interruptible).
     pub interrupted: Option<&'a dyn Fn() -> bool>,
+    /// Whether the caller asked to return only once the put is stored
+    /// ([`PutOptions::sync`](crate::PutOptions::sync)).
+    pub sync: bool,
+    hold: Option<PutHold>,
+}
+
+impl Put<'_> {
+    /// Takes over the put's watermark term, so it outlives this call: a link that returns
+    /// before the owner stored the item keeps it until the owner answers, and drops it then.
+    /// Without this, the term ends when the call returns. `None` for register writes
+    /// (registers are outside collection).
+    pub fn keep_hold(&mut self) -> Option<PutHold> {
+        self.hold.take()
+    }
+}
+
+/// A put's term in its task's visibility and watermark, from
+/// [`Put::keep_hold`]; dropping it ends the term.
+pub struct PutHold {
+    task: Arc<TaskInner>,
+    ts: Timestamp,
+    container: ContainerId,
+}
+
+impl PutHold {
+    fn new(task: &Arc<TaskInner>, ts: Timestamp, container: ContainerId) -> PutHold {
+        let none: Weak<NoWake> = Weak::new();
+        task.add_pending(ts, container, none);
+        PutHold {
+            task: task.clone(),
+            ts,
+            container,
+        }
+    }
+
+    /// The put's timestamp.
+    pub fn ts(&self) -> Timestamp {
+        self.ts
+    }
+}
+
+impl fmt::Debug for PutHold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PutHold").field("ts", &self.ts).finish()
+    }
+}
+
+impl Drop for PutHold {
+    fn drop(&mut self) {
+        self.task.remove_pending(self.ts, self.container);
+        self.task.zone.nudge();
+    }
 }
 
 impl fmt::Debug for Put<'_> {
@@ -190,6 +242,7 @@ impl fmt::Debug for Put<'_> {
             .field("consumers", &self.consumers)
             .field("wait", &self.wait)
             .field("visibility", &self.visibility)
+            .field("sync", &self.sync)
             .finish_non_exhaustive()
     }
 }
@@ -227,6 +280,12 @@ pub trait Link: Send + Sync + 'static {
     fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError>;
     /// Consumes.
     fn consume(&self, what: Consume) -> Result<(), StmError>;
+    /// Waits until every put made on this link is stored or refused; reports one refusal
+    /// not reported yet ([`PutError::is_deferred`]). A link whose puts return only once
+    /// stored has nothing to wait for.
+    fn flush(&self) -> Result<(), PutError> {
+        Ok(())
+    }
     /// Detaches; called once, when the connection is dropped or its task exits.
     fn detach(&self);
     /// The timestamps of the channel items visible on this connection above `after`
@@ -439,12 +498,14 @@ impl Linked {
         Ok(l)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn put(
         &self,
         ts: Timestamp,
         item: Item,
         consumers: Option<u32>,
         wait: Wait,
+        sync: bool,
         interrupted: Option<&dyn Fn() -> bool>,
     ) -> Result<u64, PutError> {
         if consumers == Some(0) {
@@ -453,26 +514,25 @@ impl Linked {
         if self.detached.load(Ordering::Acquire) {
             return Err(PutError::new(crate::PutErrorKind::Detached, ts, item));
         }
-        // The put is a watermark term here until the owner answers, as a local waiting put;
-        // a register write is not (registers are outside garbage collection).
+        // The put is a watermark term here until the owner answers, as a local waiting put
+        // (the link may keep it beyond this call); a register write is not (registers are
+        // outside garbage collection).
         let visibility = self.task.visibility();
-        if self.holds {
-            let none: Weak<NoWake> = Weak::new();
-            self.task.add_pending(ts, self.id, none);
-        }
-        let r = self.link.put(Put {
+        let hold = self.holds.then(|| PutHold::new(&self.task, ts, self.id));
+        self.link.put(Put {
             ts,
             item,
             consumers,
             wait,
             visibility,
             interrupted,
-        });
-        if self.holds {
-            self.task.remove_pending(ts, self.id);
-            self.task.zone.nudge();
-        }
-        r
+            sync,
+            hold,
+        })
+    }
+
+    pub(crate) fn flush(&self) -> Result<(), PutError> {
+        self.link.flush()
     }
 
     pub(crate) fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError> {

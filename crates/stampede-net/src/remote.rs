@@ -17,6 +17,7 @@ use zenoh::Wait as _;
 
 use crate::error::zenoh_text;
 use crate::events::Events;
+use crate::pipe::Pipe;
 use crate::space::{lock, Shared};
 use crate::wire::{self, ErrorCode, Kind, NameRecord, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
@@ -298,19 +299,29 @@ impl Backend for Remote {
             input,
             vis: task.visibility(),
         };
-        let link = RemoteLink {
+        let conn = match call(&self.sh, owner, &req) {
+            Ok(Reply::Attached { conn }) => conn,
+            Ok(r) => return Err(stm_error(r, owner)),
+            Err(e) => return Err(StmError::Unreachable(e)),
+        };
+        let mut link = RemoteLink {
             sh: self.sh.clone(),
             owner: owner.clone(),
             container: self.rec.container,
             kind: self.rec.kind,
             tref,
-            id: 0,
+            id: conn,
+            pipe: None,
         };
-        match call(&self.sh, owner, &req) {
-            Ok(Reply::Attached { conn }) => Ok(Box::new(RemoteLink { id: conn, ..link })),
-            Ok(r) => Err(stm_error(r, owner)),
-            Err(e) => Err(StmError::Unreachable(e)),
+        if !input && self.rec.kind == Kind::Channel {
+            let pipe = Pipe::open(&self.sh, owner, conn, link.tref.clone(), self.rec.capacity);
+            match pipe {
+                Ok(p) => link.pipe = Some(p),
+                // The link detaches as it drops.
+                Err(e) => return Err(StmError::Unreachable(format!("cannot send puts: {e}"))),
+            }
         }
+        Ok(Box::new(link))
     }
 }
 
@@ -322,6 +333,8 @@ struct RemoteLink {
     kind: Kind,
     tref: TaskRef,
     id: u64,
+    /// Output connections to channels send puts without waiting.
+    pipe: Option<Arc<Pipe>>,
 }
 
 impl RemoteLink {
@@ -472,6 +485,15 @@ impl RemoteLink {
 
 impl Link for RemoteLink {
     fn put(&self, p: Put<'_>) -> Result<u64, PutError> {
+        if let Some(pipe) = &self.pipe {
+            if !p.sync && p.wait == Wait::Forever {
+                return pipe.put(self.sh(), p);
+            }
+            // A put that waits for its answer follows the ones on their way.
+            if let Err(e) = pipe.flush(None) {
+                return Err(e.with_unsent(p.ts, p.item));
+            }
+        }
         let wi = WireItem {
             tag: p.item.tag(),
             data: p.item.wire().clone(),
@@ -529,7 +551,14 @@ impl Link for RemoteLink {
         }
     }
 
+    fn flush(&self) -> Result<(), PutError> {
+        self.pipe.as_ref().map_or(Ok(()), |p| p.flush(None))
+    }
+
     fn detach(&self) {
+        if let Some(pipe) = &self.pipe {
+            pipe.close(self.sh(), self.sh().cfg.op_timeout);
+        }
         send(
             self.sh(),
             self.owner(),

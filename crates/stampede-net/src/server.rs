@@ -76,7 +76,7 @@ impl Pool {
         }
     }
 
-    fn run(&self, job: Box<dyn FnOnce() + Send>) {
+    pub(crate) fn run(&self, job: Box<dyn FnOnce() + Send>) {
         if self.idle.load(Ordering::Acquire) == 0 {
             let rx = self.rx.clone();
             let idle = self.idle.clone();
@@ -132,7 +132,7 @@ fn wire_item(item: &Item) -> WireItem {
 }
 
 /// Whether a reply means "would have to wait".
-fn would_wait(r: &Reply) -> bool {
+pub(crate) fn would_wait(r: &Reply) -> bool {
     matches!(
         r,
         Reply::Error {
@@ -296,35 +296,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             consumers,
             wait: _,
             item,
-        } => {
-            let (s, c) = conn(sh, task, *id)?;
-            provider::mirror_visibility(&s.task, *vis).map_err(|e| stm_error(&e))?;
-            let it = Item::from_wire(item.tag, item.data.clone());
-            let mut opts = PutOptions::default().wait(wait);
-            if *consumers > 0 {
-                opts = opts.consumers(*consumers);
-            }
-            let seq = match &*c {
-                Conn::ChOut(o) => o.put_with(*ts, it, opts).map(|()| 0),
-                Conn::QOut(o) => o.put_with(*ts, it, wait),
-                Conn::ROut(o) => {
-                    // Registers are outside collection: no hold moves.
-                    let seq = o.write(it).map_err(|e| stm_error(&e))?;
-                    return Ok(Reply::Stored { seq, marks: 0 });
-                }
-                _ => {
-                    return Err(Reply::error(
-                        ErrorCode::Stm(Code::InvalidArgument),
-                        "not an output connection",
-                    ))
-                }
-            }
-            .map_err(|e| put_error(&e))?;
-            // The putter lets go of its hold on this item once acknowledged: the owner's
-            // marks hold it from the version the acknowledgement names.
-            let marks = sh.hold_moved_here(ZoneId(task.zone), *ts);
-            Ok(Reply::Stored { seq, marks })
-        }
+        } => store(sh, task, *id, *vis, *ts, *consumers, item, wait),
         Request::Get {
             task,
             conn: id,
@@ -460,6 +432,47 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             Ok(Reply::Visible { closed, timestamps })
         }
     }
+}
+
+/// Stores a put of the proxy of `task` on its connection `id`, waiting at most `wait`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn store(
+    sh: &Shared,
+    task: &TaskRef,
+    id: u64,
+    vis: stampede_core::Timestamp,
+    ts: stampede_core::Timestamp,
+    consumers: u32,
+    item: &WireItem,
+    wait: Wait,
+) -> Result<Reply, Reply> {
+    let (s, c) = conn(sh, task, id)?;
+    provider::mirror_visibility(&s.task, vis).map_err(|e| stm_error(&e))?;
+    let it = Item::from_wire(item.tag, item.data.clone());
+    let mut opts = PutOptions::default().wait(wait);
+    if consumers > 0 {
+        opts = opts.consumers(consumers);
+    }
+    let seq = match &*c {
+        Conn::ChOut(o) => o.put_with(ts, it, opts).map(|()| 0),
+        Conn::QOut(o) => o.put_with(ts, it, wait),
+        Conn::ROut(o) => {
+            // Registers are outside collection: no hold moves.
+            let seq = o.write(it).map_err(|e| stm_error(&e))?;
+            return Ok(Reply::Stored { seq, marks: 0 });
+        }
+        _ => {
+            return Err(Reply::error(
+                ErrorCode::Stm(Code::InvalidArgument),
+                "not an output connection",
+            ))
+        }
+    }
+    .map_err(|e| put_error(&e))?;
+    // The putter lets go of its hold on this item once acknowledged: the owner's marks hold
+    // it from the version the acknowledgement names.
+    let marks = sh.hold_moved_here(ZoneId(task.zone), ts);
+    Ok(Reply::Stored { seq, marks })
 }
 
 /// Creates a container here for another address space: a named one through the runtime,

@@ -16,7 +16,9 @@ use zenoh::{Session, Wait as _};
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
 use crate::events::Events;
+use crate::intake::Intake;
 use crate::marks::{Book, Effect};
+use crate::pipe::Pipe;
 use crate::remote;
 use crate::server;
 use crate::wire::{self, Kind, NameRecord};
@@ -115,6 +117,10 @@ pub(crate) struct Shared {
     pub(crate) cache: Cached,
     pub(crate) pushes: Pushes,
     pub(crate) pool: server::Pool,
+    /// Output connections to remote channels with puts in flight, by (owner, connection).
+    pub(crate) pipes: Mutex<HashMap<(String, u64), Weak<Pipe>>>,
+    /// Puts sent here that wait for space.
+    pub(crate) intake: Intake,
     pub(crate) next_conn: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) events: Events,
@@ -142,6 +148,8 @@ pub(crate) struct Counters {
     /// Shared with the owner's event hooks.
     pub(crate) events_dropped: Arc<AtomicU64>,
     pub(crate) events_lost: AtomicU64,
+    pub(crate) puts_sent: AtomicU64,
+    pub(crate) puts_refused: AtomicU64,
 }
 
 /// A snapshot of an address space's counters.
@@ -177,6 +185,11 @@ pub struct SpaceStats {
     pub events_dropped: u64,
     /// Events an owner numbered that never arrived here (gaps in the numbering).
     pub events_lost: u64,
+    /// Puts into remote channels sent without waiting for their owner.
+    pub puts_sent: u64,
+    /// Of those, puts their owner refused (or that were in flight when it left): each is
+    /// reported by its connection's next put or flush.
+    pub puts_refused: u64,
 }
 
 impl Shared {
@@ -202,6 +215,15 @@ impl Shared {
             keys.into_iter().filter_map(|k| s.remove(&k)).collect()
         };
         drop(gone);
+        self.intake.space_left(space);
+        let pipes: Vec<_> = lock(&self.pipes)
+            .iter()
+            .filter(|(k, _)| k.0 == space)
+            .filter_map(|(_, p)| p.upgrade())
+            .collect();
+        for p in pipes {
+            p.owner_left(self);
+        }
         self.events.space_left(space);
         self.with_book(|b| b.left(space));
         lock(&self.cache.items).items.retain(|k, _| k.0 != space);
@@ -351,6 +373,23 @@ impl Shared {
                     self.counters.push_skipped.fetch_add(1, Ordering::Relaxed)
                 }
             };
+        }
+    }
+
+    fn acked(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
+        match wire::decode_ack(zbytes::to_bytes(payload)) {
+            Ok(ack) => {
+                let pipe = lock(&self.pipes)
+                    .get(&(owner.to_owned(), ack.conn))
+                    .and_then(Weak::upgrade);
+                if let Some(p) = pipe {
+                    p.acked(self, &ack);
+                }
+            }
+            Err(e) => {
+                self.counters.malformed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(owner, "malformed acknowledgement: {e}");
+            }
         }
     }
 
@@ -508,6 +547,8 @@ impl Space {
             session,
             rt,
             pool: server::Pool::new(),
+            pipes: Mutex::default(),
+            intake: Intake::default(),
             cfg,
             owned: Mutex::default(),
             names: Mutex::default(),
@@ -633,6 +674,33 @@ impl Space {
             .wait()
             .map_err(z)?;
         self.keep(q);
+        // Puts other spaces send without waiting, and the answers to this space's.
+        let weak = Arc::downgrade(sh);
+        let sub = sh
+            .session
+            .declare_subscriber(sh.key("put", &sh.id))
+            .callback(move |s| {
+                if let Some(sh) = weak.upgrade() {
+                    crate::intake::serve(&sh, s.payload());
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
+        let weak = Arc::downgrade(sh);
+        let prefix = format!("{}/", sh.key("ack", &sh.id));
+        let sub = sh
+            .session
+            .declare_subscriber(format!("{prefix}*"))
+            .callback(move |s| {
+                let Some(sh) = weak.upgrade() else { return };
+                if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
+                    sh.acked(owner, s.payload());
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
         // Items owners push ahead to this space.
         let weak = Arc::downgrade(sh);
         let prefix = format!("{}/", sh.key("push", &sh.id));
@@ -794,6 +862,8 @@ impl Space {
             events_received: l(&c.events_received),
             events_dropped: l(&c.events_dropped),
             events_lost: l(&c.events_lost),
+            puts_sent: l(&c.puts_sent),
+            puts_refused: l(&c.puts_refused),
         }
     }
 

@@ -73,7 +73,7 @@ fn child_entry() {
             println!("READY");
             std::thread::sleep(Duration::from_secs(600));
         }
-        // Puts 0.. into "frames" with VT following, printing every acknowledged put.
+        // Puts 0.. into "frames" with VT following, printing every stored put.
         "producer" => {
             let n: i64 = env("N").parse().unwrap();
             let ch = space.lookup_channel("frames", T).unwrap();
@@ -82,6 +82,8 @@ fn child_entry() {
             println!("READY");
             for ts in 0..n {
                 out.put(ts, format!("frame {ts}")).unwrap();
+                // Stored once a flush covering it returned.
+                out.flush().unwrap();
                 println!("ACK {ts}");
                 t.set_virtual_time(ts + 1).unwrap();
             }

@@ -927,6 +927,8 @@ const MSG_MARKS: u8 = 100;
 const MSG_PUSH: u8 = 101;
 const MSG_NAME: u8 = 102;
 const MSG_EVENT: u8 = 103;
+const MSG_SEND: u8 = 104;
+const MSG_ACK: u8 = 105;
 
 pub use stampede_core::Kind;
 
@@ -1150,3 +1152,107 @@ pub fn decode_event(buf: Bytes) -> Result<Event, DecodeError> {
 
 #[cfg(test)]
 mod tests;
+
+/// A channel put published to the owner without waiting for its answer: the owner stores
+/// the puts of one connection in the order of `seq` and answers each with an [`Ack`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Send {
+    /// The putting task.
+    pub task: TaskRef,
+    /// Its connection at the owner.
+    pub conn: u64,
+    /// Numbers the connection's sent puts from 1.
+    pub seq: u64,
+    /// The task's visibility when it put.
+    pub vis: Timestamp,
+    /// The item's timestamp.
+    pub ts: Timestamp,
+    /// A reference count; 0 for none.
+    pub consumers: u32,
+    /// The item.
+    pub item: WireItem,
+}
+
+/// Encodes a sent put.
+pub fn encode_send(m: &Send) -> Encoded {
+    let mut w = Writer::new(MSG_SEND, m.task.space.len());
+    w.task(&m.task);
+    w.u64(m.conn);
+    w.u64(m.seq);
+    w.i64(m.vis);
+    w.i64(m.ts);
+    w.u32(m.consumers);
+    w.item_header(&m.item);
+    finish(w, Some(&m.item))
+}
+
+/// Decodes a sent put; its item's bytes are a slice of `buf`.
+pub fn decode_send(buf: Bytes) -> Result<Send, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_SEND {
+        return Err(DecodeError::UnknownCode("send message", code));
+    }
+    let m = Send {
+        task: r.task()?,
+        conn: r.u64()?,
+        seq: r.u64()?,
+        vis: r.i64()?,
+        ts: r.i64()?,
+        consumers: r.u32()?,
+        item: r.item()?,
+    };
+    r.end(m)
+}
+
+/// The owner's answer to a [`Send`]: stored (covered by its marks message `marks`, as in
+/// [`Reply::Stored`]) or refused with `failure`'s (code, a, b, text) as in [`Reply::Error`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// The connection at the owner.
+    pub conn: u64,
+    /// The put's number.
+    pub seq: u64,
+    /// The owner's marks version that holds the item (0 when refused).
+    pub marks: u64,
+    /// Why it was refused.
+    pub failure: Option<(ErrorCode, i64, i64, String)>,
+}
+
+/// Encodes an acknowledgement.
+pub fn encode_ack(m: &Ack) -> Vec<u8> {
+    let text = m.failure.as_ref().map_or(0, |f| f.3.len());
+    let mut w = Writer::new(MSG_ACK, text);
+    w.u64(m.conn);
+    w.u64(m.seq);
+    w.u64(m.marks);
+    w.u8(u8::from(m.failure.is_some()));
+    if let Some((code, a, b, text)) = &m.failure {
+        w.u8(code.to_u8());
+        w.i64(*a);
+        w.i64(*b);
+        w.str(text);
+    }
+    w.0.to_vec()
+}
+
+/// Decodes an acknowledgement.
+pub fn decode_ack(buf: Bytes) -> Result<Ack, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_ACK {
+        return Err(DecodeError::UnknownCode("ack message", code));
+    }
+    let conn = r.u64()?;
+    let seq = r.u64()?;
+    let marks = r.u64()?;
+    let failure = if r.bool()? {
+        Some((ErrorCode::from_u8(r.u8()?)?, r.i64()?, r.i64()?, r.str()?))
+    } else {
+        None
+    };
+    r.end(Ack {
+        conn,
+        seq,
+        marks,
+        failure,
+    })
+}
