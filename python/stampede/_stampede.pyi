@@ -218,8 +218,15 @@ class ChannelOutput:
     @property
     def channel(self) -> Channel: ...
     def put(
-        self, ts: int, item: object, *, consumers: int | None = None, timeout: float | None = None
+        self,
+        ts: int,
+        item: object,
+        *,
+        consumers: int | None = None,
+        timeout: float | None = None,
+        sync: bool = False,
     ) -> None: ...
+    def flush(self) -> None: ...
     def try_put(self, ts: int, item: object, *, consumers: int | None = None) -> None: ...
 
 @final
@@ -483,6 +490,8 @@ class SpaceStats:
     events_received: int
     events_dropped: int
     events_lost: int
+    puts_sent: int
+    puts_refused: int
 
 @final
 class SpaceWatermark:

@@ -10,7 +10,16 @@ from typing import Any
 
 
 class StampedeError(Exception):
-    """Base class of every error Stampede raises."""
+    """Base class of every error Stampede raises.
+
+    A put into another address space's channel returns once sent; a refusal only the owner
+    can see is raised later, by the connection's next put or its ``flush()``. Such an error
+    has ``deferred`` set and carries the earlier put's timestamp and value; when a put
+    raised it instead of being made, ``unsent`` is that put's ``(timestamp, value)``.
+    """
+
+    deferred: bool = False
+    unsent: tuple[int, Any] | None = None
 
 
 class PutFailed(StampedeError):

@@ -2545,9 +2545,15 @@ static void test_dist_router_channel_client_puts(void) {
     }
     GET_FAILS(in, STP_NEXT_UNSEEN, 0, 0, STP_UNAVAILABLE);
     GET_FAILS(in, STP_EXACT, B + 3, 0, STP_GONE);
-    /* A closed remote channel refuses the client's puts. */
+    /* A put that does not wait for the owner returns once sent; a flush waits for it. */
+    CHECK_OK(put_text(out, B + 21, "sent", 0, STP_FOREVER));
+    CHECK_OK(stp_channel_flush(out));
+    GET(in, STP_NEXT_UNSEEN, 0, 5000, B + 21, "sent");
+    /* A closed remote channel refuses the client's puts, and from then on at once. */
     CHECK_OK(stp_channel_close(own));
     CHECK_ST(put_text(out, B + 25, "closed", 0, 0), STP_CLOSED);
+    CHECK_ST(put_text(out, B + 26, "closed", 0, STP_FOREVER), STP_CLOSED);
+    CHECK_OK(stp_channel_flush(out));
 done:
     stp_channel_out_free(out);
     stp_channel_in_free(in);

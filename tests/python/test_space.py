@@ -460,3 +460,36 @@ def test_a_correlator_matches_channels_of_other_spaces(cluster: Cluster) -> None
         corr.consume_until(got[-1])
         with pytest.raises(sp.Unavailable):
             corr.try_get()
+
+
+def test_a_refusal_only_the_owner_sees_is_raised_by_the_next_put_or_flush(
+    cluster: Cluster,
+) -> None:
+    cluster.space.channel(name="frames")
+
+    def join() -> sp.Space:
+        return sp.Space.join(cluster.app, mode="peer", connect=[cluster.endpoint], lease=LEASE)
+
+    with join() as a, join() as b:
+        theirs = b.lookup_channel("frames", timeout=LONG)
+        with a.task(1) as ta, b.task(1) as tb:
+            tb.attach_output(theirs).put(10, "ten", sync=True)
+            out = ta.attach_output(a.lookup_channel("frames", timeout=LONG))
+            with pytest.raises(sp.DuplicateTimestamp) as e:
+                out.put(10, "ten", sync=True)
+            assert not e.value.deferred
+            out.put(10, "ten")  # returns once sent
+            wait_until("the refusal is back", lambda: a.stats().puts_refused == 1, LONG)
+            with pytest.raises(sp.DuplicateTimestamp) as e:
+                out.put(11, "eleven")
+            assert e.value.deferred
+            assert (e.value.timestamp, e.value.item) == (10, "ten")
+            assert e.value.unsent == (11, "eleven")
+            out.put(11, "eleven")
+            out.flush()
+            theirs.close()
+            out.put(12, "twelve")
+            with pytest.raises(sp.Closed) as c:
+                out.flush()
+            assert c.value.deferred and c.value.item == "twelve"
+            out.flush()

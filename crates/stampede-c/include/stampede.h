@@ -641,9 +641,20 @@ void stp_register_out_free(stp_register_out *conn);
 // `consumers` > 0 reclaims the item once that many connections consumed it (0: when every
 // connection has, or the watermark passes it). The item stays owned by the caller.
 //
+// Into another address space's channel, a put with `STP_FOREVER` returns once sent: a
+// refusal only the owner can see fails the connection's next put (which is then not made;
+// `stp_last_error()` names the earlier put) or `stp_channel_flush`.
+//
 // # Safety
 // `conn` and `item` are live handles.
 stp_status stp_channel_put(const stp_channel_out *conn, int64_t ts, const stp_item *item, uint32_t consumers, int64_t timeout_ms);
+
+// Waits until every put made on `conn` is stored or refused; fails with a refusal not
+// reported yet (see `stp_channel_put`). Puts into a local channel are stored at once.
+//
+// # Safety
+// `conn` is a live connection.
+stp_status stp_channel_flush(const stp_channel_out *conn);
 
 // Gets the item `selector` picks (`ts` is used by `STP_EXACT` only), waiting up to
 // `timeout_ms`. On success `*out_ts` and `*out_item` (a new item the caller frees) are set.

@@ -751,6 +751,10 @@ pub unsafe extern "C" fn stp_register_out_free(conn: *mut stp_register_out) {
 /// `consumers` > 0 reclaims the item once that many connections consumed it (0: when every
 /// connection has, or the watermark passes it). The item stays owned by the caller.
 ///
+/// Into another address space's channel, a put with `STP_FOREVER` returns once sent: a
+/// refusal only the owner can see fails the connection's next put (which is then not made;
+/// `stp_last_error()` names the earlier put) or `stp_channel_flush`.
+///
 /// # Safety
 /// `conn` and `item` are live handles.
 #[no_mangle]
@@ -769,6 +773,21 @@ pub unsafe extern "C" fn stp_channel_put(
             opts = opts.consumers(consumers);
         }
         c.c.put_with(ts, item.item.clone(), opts)?;
+        Ok(())
+    })
+}
+
+/// Waits until every put made on `conn` is stored or refused; fails with a refusal not
+/// reported yet (see `stp_channel_put`). Puts into a local channel are stored at once.
+///
+/// # Safety
+/// `conn` is a live connection.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_flush(conn: *const stp_channel_out) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { handle(conn, "conn")? };
+        c.c.flush()?;
         Ok(())
     })
 }

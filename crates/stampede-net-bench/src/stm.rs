@@ -301,7 +301,9 @@ pub fn serve_producer(app: &str, size: usize, duration: Duration) -> Result<(), 
             .map_err(BenchError::stampede("advancing the producer's time"))?;
         sent += 1;
     }
-    // Every put above was acknowledged, so the close cannot overtake one.
+    // Every put is stored once a flush returns; a close from this space waits for them too.
+    out.flush()
+        .map_err(BenchError::stampede("flushing the data"))?;
     data.close()
         .map_err(BenchError::stampede("closing the data channel"))?;
     child::announce(&format!("SENT {sent}"))?;

@@ -31,6 +31,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// One output connection's puts in flight to a remote channel.
 pub(crate) struct Pipe {
     owner: String,
+    container: u64,
     conn: u64,
     zone: ZoneId,
     task: TaskRef,
@@ -72,6 +73,7 @@ impl Pipe {
     pub(crate) fn open(
         sh: &Shared,
         owner: &str,
+        container: u64,
         conn: u64,
         task: TaskRef,
         capacity: u64,
@@ -88,6 +90,7 @@ impl Pipe {
         };
         let pipe = Arc::new(Pipe {
             owner: owner.to_owned(),
+            container,
             conn,
             zone: ZoneId(task.zone),
             task,
@@ -242,6 +245,12 @@ impl Pipe {
 
     /// Waits until nothing is in flight (or `limit` passed); reports one refusal.
     pub(crate) fn flush(&self, limit: Option<Duration>) -> Result<(), PutError> {
+        let mut st = self.settle(limit);
+        st.refused.pop_front().map_or(Ok(()), Err)
+    }
+
+    /// Waits until nothing is in flight (or `limit` passed).
+    fn settle(&self, limit: Option<Duration>) -> MutexGuard<'_, State> {
         let deadline = limit.map(|l| Instant::now() + l);
         let mut st = self.state();
         while !st.flight.is_empty() {
@@ -253,7 +262,23 @@ impl Pipe {
                 .wait_timeout(st, POLL)
                 .map_or_else(|e| e.into_inner().0, |(g, _)| g);
         }
-        st.refused.pop_front().map_or(Ok(()), Err)
+        st
+    }
+
+    /// Whether this pipe puts into `container`.
+    pub(crate) fn feeds(&self, container: u64) -> bool {
+        self.container == container
+    }
+
+    /// Waits until this connection's puts are answered, before a close this space sends:
+    /// a put made before the close is stored before it, as in sequential code.
+    pub(crate) fn before_close(&self, limit: Duration) {
+        drop(self.settle(Some(limit)));
+    }
+
+    /// This space closed the channel: later puts fail at once.
+    pub(crate) fn closed(&self) {
+        self.state().closed = true;
     }
 
     /// The connection goes: waits up to `limit` for the owner's answers, and logs what was

@@ -258,11 +258,23 @@ impl Backend for Remote {
         (self.rec.capacity > 0).then_some(self.rec.capacity as usize)
     }
     fn close(&self) -> Result<(), StmError> {
+        let pipes: Vec<_> = lock(&self.sh.pipes)
+            .iter()
+            .filter(|(k, _)| k.0 == self.rec.space)
+            .filter_map(|(_, p)| p.upgrade())
+            .filter(|p| p.feeds(self.rec.container))
+            .collect();
+        for p in &pipes {
+            p.before_close(self.sh.cfg.op_timeout);
+        }
         let req = Request::Close {
             container: self.rec.container,
         };
         match call(&self.sh, &self.rec.space, &req) {
-            Ok(Reply::Ok) => Ok(()),
+            Ok(Reply::Ok) => {
+                pipes.iter().for_each(|p| p.closed());
+                Ok(())
+            }
             Ok(other) => Err(stm_error(other, &self.rec.space)),
             Err(e) => Err(StmError::Unreachable(e)),
         }
@@ -314,7 +326,15 @@ impl Backend for Remote {
             pipe: None,
         };
         if !input && self.rec.kind == Kind::Channel {
-            let pipe = Pipe::open(&self.sh, owner, conn, link.tref.clone(), self.rec.capacity);
+            let (container, capacity) = (self.rec.container, self.rec.capacity);
+            let pipe = Pipe::open(
+                &self.sh,
+                owner,
+                container,
+                conn,
+                link.tref.clone(),
+                capacity,
+            );
             match pipe {
                 Ok(p) => link.pipe = Some(p),
                 // The link detaches as it drops.
@@ -509,6 +529,14 @@ impl Link for RemoteLink {
                 item: wi.clone(),
             }
         });
+        if let (Some(pipe), Ok(Some(Reply::Error { code, .. }))) = (&self.pipe, &r) {
+            if matches!(
+                code,
+                ErrorCode::Stm(Code::Closed) | ErrorCode::UnknownContainer
+            ) {
+                pipe.closed();
+            }
+        }
         match r {
             Ok(Some(Reply::Stored { seq, marks })) => {
                 if self.kind != Kind::Register {

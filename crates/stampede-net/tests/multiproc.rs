@@ -93,6 +93,19 @@ fn child_entry() {
                 std::thread::sleep(Duration::from_secs(600));
             }
         }
+        // Puts 0.. into "frames" without waiting for its owner, forever.
+        "streamer" => {
+            let ch = space.lookup_channel("frames", T).unwrap();
+            let t = space.task(0).unwrap();
+            let out = t.attach_output(&ch).unwrap();
+            for ts in 0.. {
+                out.put(ts, format!("frame {ts}")).unwrap();
+                t.set_virtual_time(ts + 1).unwrap();
+                if ts % 100 == 0 {
+                    println!("SENT {ts}");
+                }
+            }
+        }
         // Gets NextUnseen from "frames" until `N` items, checking each payload.
         "consumer" => {
             let n: usize = env("N").parse().unwrap();
@@ -1232,4 +1245,101 @@ fn a_moved_hold_survives_a_flooded_link() {
     );
     pacer.expect("DONE", T);
     draining.join().unwrap();
+}
+
+/// A put into a remote channel returns once sent. What the putting space knows fails the put
+/// itself; what only the owner sees comes back with the next put (which is then not made)
+/// or flush, as the same typed error with the item.
+#[test]
+fn pipelined_put_refusals_surface_at_the_documented_points() {
+    let (space, ep, app) = router("pipelined");
+    let mut owner = spawn("owner", &ep, &app, &[]);
+    owner.expect("READY", T);
+    let remote = space.lookup_channel("owned", T).unwrap();
+    let t = space.task(1).unwrap();
+    let out = t.attach_output(&remote).unwrap();
+    // Another space puts at 10.
+    let other = Space::join(&app, peer_of(&ep)).unwrap();
+    let theirs = other.lookup_channel("owned", T).unwrap();
+    let ot = other.task(1).unwrap();
+    ot.attach_output(&theirs)
+        .unwrap()
+        .put_sync(10, "ten")
+        .unwrap();
+    // This space's own duplicate: at once.
+    out.put(5, "five").unwrap();
+    let e = out.put(5, "again").unwrap_err();
+    assert_eq!(e.kind(), PutErrorKind::DuplicateTimestamp);
+    assert!(!e.is_deferred());
+    // Only the owner knows of the other space's item. The synchronous form says so at once...
+    let e = out.put_sync(10, "ten").unwrap_err();
+    assert_eq!(e.kind(), PutErrorKind::DuplicateTimestamp);
+    assert!(!e.is_deferred());
+    // ...a pipelined put is refused later, and the next put reports it instead of being made.
+    out.put(10, "ten").unwrap();
+    assert!(eventually(T, || space.stats().puts_refused == 1));
+    let mut e = out.put(6, "six").unwrap_err();
+    assert!(e.is_deferred(), "{e:?}");
+    assert_eq!(e.kind(), PutErrorKind::DuplicateTimestamp);
+    assert_eq!(e.ts(), 10);
+    assert_eq!(
+        e.take_unsent()
+            .map(|(ts, i)| (ts, i.as_str().map(str::to_owned))),
+        Some((6, Some("six".to_owned())))
+    );
+    assert_eq!(e.into_item().as_str(), Some("ten"));
+    out.put(6, "six").unwrap();
+    out.flush().unwrap();
+    // The other space closes the channel while a put is on its way: flush reports it.
+    theirs.close().unwrap();
+    out.put(7, "seven").unwrap();
+    let e = out.flush().unwrap_err();
+    assert!(e.is_deferred());
+    assert_eq!((e.kind(), e.ts()), (PutErrorKind::Closed, 7));
+    // From then on this space knows the channel is closed.
+    let e = out.put(8, "eight").unwrap_err();
+    assert_eq!(e.kind(), PutErrorKind::Closed);
+    assert!(!e.is_deferred());
+    out.flush().unwrap();
+    assert_eq!(space.stats().puts_refused, 2);
+    drop((ot, theirs));
+    other.leave();
+}
+
+/// A putter killed with puts in flight: the owner holds a prefix of them, each whole and
+/// once, and its watermark moves on.
+#[test]
+fn a_killed_putter_leaves_a_prefix_of_its_puts() {
+    let (space, ep, app) = router("streamer");
+    let frames = space
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&frames).unwrap();
+    let mut streamer = spawn("streamer", &ep, &app, &[]);
+    let mut sent = 0;
+    while sent < 500 {
+        sent = streamer.expect("SENT", T).parse().unwrap();
+    }
+    streamer.kill9();
+    assert!(eventually(T, || space.stats().spaces_lost == 1));
+    let mut next = 0;
+    while let Ok((ts, item)) = input.try_get(Selector::NextUnseen) {
+        assert_eq!(ts, next, "puts stored in order, none missing");
+        assert_eq!(item.as_str().unwrap(), format!("frame {ts}"));
+        next += 1;
+    }
+    // At most 64 puts are unacknowledged at once: put `sent` was made after the owner
+    // stored every put up to `sent - 64`.
+    assert!(next > sent - 64, "sent {sent}, stored {next}");
+    input.consume_until(next - 1).unwrap();
+    let ch = local(&frames).clone();
+    assert!(
+        eventually(T, || {
+            space.runtime().collect();
+            ch.is_empty()
+        }),
+        "{}",
+        space.runtime().explain(Default::default())
+    );
 }

@@ -145,6 +145,10 @@ pub(crate) struct SpaceStats {
     events_dropped: u64,
     /// Events an owner numbered that never arrived here.
     events_lost: u64,
+    /// Puts into remote channels sent without waiting for their owner.
+    puts_sent: u64,
+    /// Of those, puts their owner refused (each raised by a later put or flush).
+    puts_refused: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -470,6 +474,8 @@ impl Space {
             events_received: s.events_received,
             events_dropped: s.events_dropped,
             events_lost: s.events_lost,
+            puts_sent: s.puts_sent,
+            puts_refused: s.puts_refused,
         })
     }
 

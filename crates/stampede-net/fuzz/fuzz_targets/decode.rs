@@ -39,4 +39,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, data);
         assert_eq!(wire::decode_event(again.into()), Ok(e));
     }
+    if let Ok(m) = wire::decode_send(input()) {
+        let again = wire::encode_send(&m).to_vec();
+        assert_eq!(again, data);
+        assert_eq!(wire::decode_send(again.into()), Ok(m));
+    }
+    if let Ok(m) = wire::decode_ack(input()) {
+        let again = wire::encode_ack(&m);
+        assert_eq!(again, data);
+        assert_eq!(wire::decode_ack(again.into()), Ok(m));
+    }
 });

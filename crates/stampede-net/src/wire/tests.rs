@@ -8,10 +8,11 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use super::{
-    decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
-    encode_event, encode_marks, encode_name, encode_push, encode_reply, encode_request,
-    DecodeError, ErrorCode, Event, EventKind, Kind, Marks, NameRecord, Push, Reply, Request,
-    TaskRef, Transfer, WireItem, MAGIC, MAX_CACHED, VERSION,
+    decode_ack, decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
+    decode_send, encode_ack, encode_event, encode_marks, encode_name, encode_push, encode_reply,
+    encode_request, encode_send, Ack, DecodeError, ErrorCode, Event, EventKind, Kind, Marks,
+    NameRecord, Push, Reply, Request, Send, TaskRef, Transfer, WireItem, MAGIC, MAX_CACHED,
+    VERSION,
 };
 use bytes::Bytes;
 use proptest::collection::vec;
@@ -68,7 +69,7 @@ fn allocation_limit(n: usize) -> usize {
     4 * n + 1024
 }
 
-/// The five kinds of message, each with its own decoder.
+/// The kinds of message, each with its own decoder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Family {
     Request,
@@ -77,15 +78,19 @@ enum Family {
     Marks,
     Push,
     Event,
+    Send,
+    Ack,
 }
 
-const FAMILIES: [Family; 6] = [
+const FAMILIES: [Family; 8] = [
     Family::Request,
     Family::Reply,
     Family::Name,
     Family::Marks,
     Family::Push,
     Family::Event,
+    Family::Send,
+    Family::Ack,
 ];
 
 impl Family {
@@ -98,6 +103,8 @@ impl Family {
             Family::Push => &[101],
             Family::Name => &[102],
             Family::Event => &[103],
+            Family::Send => &[104],
+            Family::Ack => &[105],
         }
     }
 }
@@ -110,6 +117,8 @@ enum Message {
     Marks(Marks),
     Push(Push),
     Event(Event),
+    Send(Send),
+    Ack(Ack),
 }
 
 impl Message {
@@ -121,6 +130,8 @@ impl Message {
             Message::Marks(_) => Family::Marks,
             Message::Push(_) => Family::Push,
             Message::Event(_) => Family::Event,
+            Message::Send(_) => Family::Send,
+            Message::Ack(_) => Family::Ack,
         }
     }
 
@@ -132,6 +143,8 @@ impl Message {
             Message::Marks(m) => encode_marks(m),
             Message::Push(p) => encode_push(p).to_vec(),
             Message::Event(e) => encode_event(e).to_vec(),
+            Message::Send(m) => encode_send(m).to_vec(),
+            Message::Ack(m) => encode_ack(m),
         }
         .into()
     }
@@ -145,6 +158,8 @@ fn decode(family: Family, buf: Bytes) -> Result<Message, DecodeError> {
         Family::Marks => decode_marks(buf).map(Message::Marks),
         Family::Push => decode_push(buf).map(Message::Push),
         Family::Event => decode_event(buf).map(Message::Event),
+        Family::Send => decode_send(buf).map(Message::Send),
+        Family::Ack => decode_ack(buf).map(Message::Ack),
     }
 }
 
@@ -332,6 +347,40 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
     select(vec![EventKind::Arrival, EventKind::Garbage])
 }
 
+fn send() -> impl Strategy<Value = Send> {
+    (
+        task(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<i64>(),
+        any::<i64>(),
+        any::<u32>(),
+        item(),
+    )
+        .prop_map(|(task, conn, seq, vis, ts, consumers, item)| Send {
+            task,
+            conn,
+            seq,
+            vis,
+            ts,
+            consumers,
+            item,
+        })
+}
+
+fn ack() -> impl Strategy<Value = Ack> {
+    let failure =
+        proptest::option::of((select(error_codes()), any::<i64>(), any::<i64>(), ".{0,40}"));
+    (any::<u64>(), any::<u64>(), any::<u64>(), failure).prop_map(|(conn, seq, marks, failure)| {
+        Ack {
+            conn,
+            seq,
+            marks,
+            failure,
+        }
+    })
+}
+
 fn event() -> impl Strategy<Value = Event> {
     (
         text(),
@@ -411,6 +460,8 @@ fn message() -> BoxedStrategy<Message> {
         marks().prop_map(Message::Marks),
         push().prop_map(Message::Push),
         event().prop_map(Message::Event),
+        send().prop_map(Message::Send),
+        ack().prop_map(Message::Ack),
     ]
     .boxed()
 }
@@ -702,6 +753,29 @@ fn message_codes_match_the_documented_table() {
             102,
         ),
     ];
+    let cases = cases.into_iter().chain([
+        (
+            Message::Send(Send {
+                task: task_ref(),
+                conn: 1,
+                seq: 1,
+                vis: 0,
+                ts: 0,
+                consumers: 0,
+                item: small_item(),
+            }),
+            104,
+        ),
+        (
+            Message::Ack(Ack {
+                conn: 1,
+                seq: 1,
+                marks: 1,
+                failure: None,
+            }),
+            105,
+        ),
+    ]);
     for (m, code) in cases {
         assert_eq!(&m.encode()[..3], b"SP\x04", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");

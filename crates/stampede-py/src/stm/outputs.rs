@@ -52,7 +52,11 @@ impl ChannelOutput {
     /// Puts ``item`` at ``ts``; a full bounded channel makes it wait (at most ``timeout``
     /// seconds, then ``Full``). ``consumers=n`` reclaims the item once ``n`` connections
     /// consumed it.
-    #[pyo3(signature = (ts, item, *, consumers = None, timeout = None))]
+    ///
+    /// Into another address space's channel, a put without ``timeout`` returns once sent:
+    /// a refusal only the owner sees is raised later, by the next put (which is then not
+    /// made) or by ``flush()``, with ``deferred`` set. ``sync=True`` waits for the owner.
+    #[pyo3(signature = (ts, item, *, consumers = None, timeout = None, sync = false))]
     fn put(
         &self,
         py: Python<'_>,
@@ -60,9 +64,10 @@ impl ChannelOutput {
         item: &Bound<'_, PyAny>,
         consumers: Option<i64>,
         timeout: Option<f64>,
+        sync: bool,
     ) -> PyResult<()> {
         let deadline = deadline(py, timeout)?;
-        let opts = put_options(py, consumers)?;
+        let opts = put_options(py, consumers)?.sync(sync);
         let conn = self.conn.get_for_put(py, item)?;
         let it = items::to_item(py, item)?;
         // One wait, not slices: a blocked put is a watermark term and counts once as full.
@@ -77,6 +82,14 @@ impl ChannelOutput {
             py.detach(|| c.put_interruptible(ts, it, opts, &stop))
         };
         r.map_err(|e| signals.put_error(py, e, item))
+    }
+
+    /// Waits until every put made on this connection is stored or refused, and raises a
+    /// refusal not raised yet (``deferred`` set, with that put's timestamp and value).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let conn = self.conn.get(py)?;
+        let c = &*conn;
+        run(py, self.conn.local, || c.flush()).map_err(|e| errors::deferred(py, e, None))
     }
 
     /// Puts without waiting; a full channel raises ``Full``.
