@@ -109,7 +109,7 @@ impl Events {
             .declare_subscriber(sh.key("event", &sh.id))
             .callback(move |s| {
                 let Some(sh) = weak.upgrade() else { return };
-                match wire::decode_event(zbytes::to_bytes(s.payload())) {
+                match wire::decode_event(zbytes::to_parts(s.payload())) {
                     Ok(e) => {
                         if sh.events.inbox.try_send(e).is_err() {
                             sh.counters.events_dropped.fetch_add(1, Ordering::Relaxed);

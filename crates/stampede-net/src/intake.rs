@@ -30,7 +30,7 @@ impl Intake {
 
 /// A put another space sent.
 pub(crate) fn serve(sh: &Arc<Shared>, payload: &zenoh::bytes::ZBytes) {
-    let m = match wire::decode_send(zbytes::to_bytes(payload)) {
+    let m = match wire::decode_send(zbytes::to_parts(payload)) {
         Ok(m) => m,
         Err(e) => {
             sh.counters.malformed.fetch_add(1, Ordering::Relaxed);

@@ -63,7 +63,7 @@ pub(crate) fn call_within(
         match replies.recv_timeout(Duration::from_millis(50)) {
             Ok(Some(r)) => {
                 return match r.result() {
-                    Ok(s) => match wire::decode_reply(zbytes::to_bytes(s.payload())) {
+                    Ok(s) => match wire::decode_reply(zbytes::to_parts(s.payload())) {
                         Ok(r) => Ok(r),
                         Err(e) => fail(format!("malformed reply from {owner}: {e}")),
                     },
@@ -486,7 +486,7 @@ impl RemoteLink {
             .callback(move |r| {
                 let ok = r.result().ok().is_some_and(|s| {
                     matches!(
-                        wire::decode_reply(zbytes::to_bytes(s.payload())),
+                        wire::decode_reply(zbytes::to_parts(s.payload())),
                         Ok(Reply::Ok)
                     )
                 });

@@ -540,7 +540,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         reply(&q, &Reply::error(ErrorCode::Malformed, "empty request"));
         return;
     };
-    let req = match wire::decode_request(zbytes::to_bytes(payload)) {
+    let req = match wire::decode_request(zbytes::to_parts(payload)) {
         Ok(r) => r,
         Err(e) => {
             sh.counters.malformed.fetch_add(1, Ordering::Relaxed);

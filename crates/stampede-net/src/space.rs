@@ -397,7 +397,7 @@ impl Shared {
         if self.is_dead(owner) {
             return;
         }
-        match wire::decode_push(zbytes::to_bytes(payload)) {
+        match wire::decode_push(zbytes::to_parts(payload)) {
             Ok(p) => {
                 let item = Item::from_wire(p.item.tag, p.item.data);
                 lock(&self.cache.items).insert((owner.to_owned(), p.container), p.ts, item);

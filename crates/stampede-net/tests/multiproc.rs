@@ -1343,3 +1343,74 @@ fn a_killed_putter_leaves_a_prefix_of_its_puts() {
         space.runtime().explain(Default::default())
     );
 }
+
+/// Items of every size cross whole, through a put that returns once sent and a get.
+#[test]
+fn items_of_every_size_cross_whole() {
+    let (space, ep, app) = router("sizes");
+    let ch = space
+        .channel(ContainerOptions::unbounded().name("sizes"))
+        .unwrap();
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&ch).unwrap();
+    let other = Space::join(&app, peer_of(&ep)).unwrap();
+    let remote = other.lookup_channel("sizes", T).unwrap();
+    let t = other.task(0).unwrap();
+    let out = t.attach_output(&remote).unwrap();
+    let sizes = [0, 1, 4095, 4096, 65_536, 1 << 20, 3 << 20];
+    for (ts, &n) in sizes.iter().enumerate() {
+        let bytes: Vec<u8> = (0..n).map(|i| (i * 7 + ts) as u8).collect();
+        out.put(ts as Timestamp, bytes).unwrap();
+    }
+    out.flush().unwrap();
+    for (ts, &n) in sizes.iter().enumerate() {
+        let (got, item) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+        assert_eq!(got, ts as Timestamp);
+        let want: Vec<u8> = (0..n).map(|i| (i * 7 + ts) as u8).collect();
+        assert_eq!(item.as_bytes().unwrap(), &want[..], "{n} bytes");
+    }
+    drop((out, t, remote));
+    other.leave();
+}
+
+/// Items echoed between two spaces, each owning the channel the other puts into, at sizes
+/// that travel whole, in fragments and in shared memory.
+#[test]
+fn items_are_echoed_whole_both_ways() {
+    let (space, ep, app) = router("echo");
+    let a_ch = space
+        .channel(ContainerOptions::unbounded().name("a"))
+        .unwrap();
+    let other = Space::join(&app, peer_of(&ep)).unwrap();
+    let b_ch = other
+        .channel(ContainerOptions::unbounded().name("b"))
+        .unwrap();
+    let (ta, tb) = (space.task(0).unwrap(), other.task(0).unwrap());
+    let a_in = ta.attach_input(&a_ch).unwrap();
+    let a_out = ta
+        .attach_output(&space.lookup_channel("b", T).unwrap())
+        .unwrap();
+    let b_in = tb.attach_input(&b_ch).unwrap();
+    let b_out = tb
+        .attach_output(&other.lookup_channel("a", T).unwrap())
+        .unwrap();
+    for (ts, n) in [10, 5000, 65_536, 70_000, 1 << 20, 3 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        let ts = ts as Timestamp;
+        let bytes: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+        a_out.put(ts, bytes.clone()).unwrap();
+        let (_, ping) = b_in
+            .get_timeout(Selector::NextUnseen, T)
+            .unwrap_or_else(|e| panic!("{n} bytes out: {e}"));
+        b_out.put(ts, ping).unwrap();
+        let (_, pong) = a_in
+            .get_timeout(Selector::NextUnseen, T)
+            .unwrap_or_else(|e| panic!("{n} bytes back: {e}"));
+        assert_eq!(pong.as_bytes().unwrap(), &bytes[..], "{n} bytes");
+    }
+    assert_eq!(space.stats().malformed + other.stats().malformed, 0);
+    drop((a_out, b_out, a_in, b_in, ta, tb));
+    other.leave();
+}

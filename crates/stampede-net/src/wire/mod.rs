@@ -463,6 +463,18 @@ pub struct Encoded {
     pub tail: Option<Bytes>,
 }
 
+impl From<Bytes> for Encoded {
+    fn from(head: Bytes) -> Encoded {
+        Encoded { head, tail: None }
+    }
+}
+
+impl From<Vec<u8>> for Encoded {
+    fn from(v: Vec<u8>) -> Encoded {
+        Bytes::from(v).into()
+    }
+}
+
 impl Encoded {
     /// Both parts in one buffer.
     pub fn to_vec(&self) -> Vec<u8> {
@@ -684,12 +696,19 @@ pub fn encode_reply(r: &Reply) -> Encoded {
 struct Reader {
     buf: Bytes,
     pos: usize,
+    /// An item's bytes received apart from the rest of the message.
+    tail: Option<Bytes>,
 }
 
 impl Reader {
     /// Checks the magic and version; returns the reader and the message code.
-    fn open(buf: Bytes) -> Result<(Reader, u8), DecodeError> {
-        let mut r = Reader { buf, pos: 0 };
+    fn open(msg: impl Into<Encoded>) -> Result<(Reader, u8), DecodeError> {
+        let Encoded { head, tail } = msg.into();
+        let mut r = Reader {
+            buf: head,
+            pos: 0,
+            tail,
+        };
         if r.take(2)? != MAGIC {
             return Err(DecodeError::BadMagic);
         }
@@ -702,6 +721,15 @@ impl Reader {
     }
     fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
         let end = self.pos.checked_add(n).ok_or(DecodeError::Truncated)?;
+        if end > self.buf.len() {
+            // The parts were split elsewhere than before an item's bytes: join them.
+            if let Some(t) = self.tail.take() {
+                let mut joined = BytesMut::with_capacity(self.buf.len() + t.len());
+                joined.extend_from_slice(&self.buf);
+                joined.extend_from_slice(&t);
+                self.buf = joined.freeze();
+            }
+        }
         let s = self.buf.get(self.pos..end).ok_or(DecodeError::Truncated)?;
         self.pos = end;
         Ok(s)
@@ -762,10 +790,16 @@ impl Reader {
             c => return Err(DecodeError::UnknownCode("selector", c)),
         })
     }
-    /// An item: header, then its bytes as a zero-copy slice of the message.
+    /// An item: header, then its bytes as a zero-copy slice of the message (or the part
+    /// received apart, when the header ends the first part).
     fn item(&mut self) -> Result<WireItem, DecodeError> {
         let tag = TypeTag(self.u64()?);
         let n = self.u32()? as usize;
+        if self.pos == self.buf.len() {
+            if let Some(t) = self.tail.take_if(|t| t.len() == n) {
+                return Ok(WireItem { tag, data: t });
+            }
+        }
         let start = self.pos;
         self.take(n)?;
         Ok(WireItem {
@@ -782,7 +816,7 @@ impl Reader {
         }
     }
     fn end<T>(self, v: T) -> Result<T, DecodeError> {
-        match self.buf.len() - self.pos {
+        match self.buf.len() - self.pos + self.tail.map_or(0, |t| t.len()) {
             0 => Ok(v),
             n => Err(DecodeError::Trailing(n)),
         }
@@ -790,7 +824,7 @@ impl Reader {
 }
 
 /// Decodes a request; item bytes are slices of `buf`.
-pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
+pub fn decode_request(buf: impl Into<Encoded>) -> Result<Request, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     let req = match code {
         REQ_ATTACH => Request::Attach {
@@ -871,7 +905,7 @@ pub fn decode_request(buf: Bytes) -> Result<Request, DecodeError> {
 }
 
 /// Decodes a reply; item bytes are slices of `buf`.
-pub fn decode_reply(buf: Bytes) -> Result<Reply, DecodeError> {
+pub fn decode_reply(buf: impl Into<Encoded>) -> Result<Reply, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     let rep = match code {
         REP_OK => Reply::Ok,
@@ -969,7 +1003,7 @@ pub fn encode_name(n: &NameRecord) -> Vec<u8> {
 }
 
 /// Decodes a name record.
-pub fn decode_name(buf: Bytes) -> Result<NameRecord, DecodeError> {
+pub fn decode_name(buf: impl Into<Encoded>) -> Result<NameRecord, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_NAME {
         return Err(DecodeError::UnknownCode("name message", code));
@@ -1034,7 +1068,7 @@ pub fn encode_marks(m: &Marks) -> Vec<u8> {
 }
 
 /// Decodes a marks message.
-pub fn decode_marks(buf: Bytes) -> Result<Marks, DecodeError> {
+pub fn decode_marks(buf: impl Into<Encoded>) -> Result<Marks, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_MARKS {
         return Err(DecodeError::UnknownCode("marks message", code));
@@ -1084,7 +1118,7 @@ pub fn encode_push(p: &Push) -> Encoded {
 }
 
 /// Decodes a pushed item; its bytes are a slice of `buf`.
-pub fn decode_push(buf: Bytes) -> Result<Push, DecodeError> {
+pub fn decode_push(buf: impl Into<Encoded>) -> Result<Push, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_PUSH {
         return Err(DecodeError::UnknownCode("push message", code));
@@ -1129,7 +1163,7 @@ pub fn encode_event(e: &Event) -> Encoded {
 }
 
 /// Decodes an event; an item's bytes are a slice of `buf`.
-pub fn decode_event(buf: Bytes) -> Result<Event, DecodeError> {
+pub fn decode_event(buf: impl Into<Encoded>) -> Result<Event, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_EVENT {
         return Err(DecodeError::UnknownCode("event message", code));
@@ -1187,7 +1221,7 @@ pub fn encode_send(m: &Send) -> Encoded {
 }
 
 /// Decodes a sent put; its item's bytes are a slice of `buf`.
-pub fn decode_send(buf: Bytes) -> Result<Send, DecodeError> {
+pub fn decode_send(buf: impl Into<Encoded>) -> Result<Send, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_SEND {
         return Err(DecodeError::UnknownCode("send message", code));
@@ -1236,7 +1270,7 @@ pub fn encode_ack(m: &Ack) -> Vec<u8> {
 }
 
 /// Decodes an acknowledgement.
-pub fn decode_ack(buf: Bytes) -> Result<Ack, DecodeError> {
+pub fn decode_ack(buf: impl Into<Encoded>) -> Result<Ack, DecodeError> {
     let (mut r, code) = Reader::open(buf)?;
     if code != MSG_ACK {
         return Err(DecodeError::UnknownCode("ack message", code));

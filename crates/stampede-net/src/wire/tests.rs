@@ -163,6 +163,19 @@ fn decode(family: Family, buf: Bytes) -> Result<Message, DecodeError> {
     }
 }
 
+fn decode_parts(family: Family, m: super::Encoded) -> Result<Message, DecodeError> {
+    match family {
+        Family::Request => decode_request(m).map(Message::Request),
+        Family::Reply => decode_reply(m).map(Message::Reply),
+        Family::Name => decode_name(m).map(Message::Name),
+        Family::Marks => decode_marks(m).map(Message::Marks),
+        Family::Push => decode_push(m).map(Message::Push),
+        Family::Event => decode_event(m).map(Message::Event),
+        Family::Send => decode_send(m).map(Message::Send),
+        Family::Ack => decode_ack(m).map(Message::Ack),
+    }
+}
+
 // Strategies.
 
 /// Every error code a reply can carry: the core's table and the protocol's own.
@@ -529,38 +542,50 @@ proptest! {
     fn requests_round_trip(r in request()) {
         let enc = encode_request(&r);
         prop_assert_eq!(&enc.tail, &request_item(&r).map(|i| i.data.clone()));
-        prop_assert_eq!(decode_request(enc.to_vec().into()), Ok(r));
+        prop_assert_eq!(decode_request(enc.to_vec()), Ok(r));
     }
 
     #[test]
     fn replies_round_trip(r in reply()) {
         let enc = encode_reply(&r);
         prop_assert_eq!(&enc.tail, &reply_item(&r).map(|i| i.data.clone()));
-        prop_assert_eq!(decode_reply(enc.to_vec().into()), Ok(r));
+        prop_assert_eq!(decode_reply(enc.to_vec()), Ok(r));
     }
 
     #[test]
     fn names_round_trip(n in name()) {
-        prop_assert_eq!(decode_name(encode_name(&n).into()), Ok(n));
+        prop_assert_eq!(decode_name(encode_name(&n)), Ok(n));
+    }
+
+    /// A message received in two parts, split anywhere, decodes as the whole.
+    #[test]
+    fn a_message_split_anywhere_decodes_as_the_whole(m in message(), at in any::<Index>()) {
+        let whole = m.encode();
+        let k = at.index(whole.len() + 1);
+        let parts = super::Encoded {
+            head: whole.slice(..k),
+            tail: Some(whole.slice(k..)),
+        };
+        prop_assert_eq!(decode_parts(m.family(), parts), Ok(m));
     }
 
     #[test]
     fn marks_round_trip(m in marks()) {
-        prop_assert_eq!(decode_marks(encode_marks(&m).into()), Ok(m));
+        prop_assert_eq!(decode_marks(encode_marks(&m)), Ok(m));
     }
 
     #[test]
     fn pushes_round_trip(p in push()) {
         let enc = encode_push(&p);
         prop_assert_eq!(&enc.tail, &Some(p.item.data.clone()));
-        prop_assert_eq!(decode_push(enc.to_vec().into()), Ok(p));
+        prop_assert_eq!(decode_push(enc.to_vec()), Ok(p));
     }
 
     #[test]
     fn events_round_trip(e in event()) {
         let enc = encode_event(&e);
         prop_assert_eq!(&enc.tail, &e.item.as_ref().map(|i| i.data.clone()));
-        prop_assert_eq!(decode_event(enc.to_vec().into()), Ok(e));
+        prop_assert_eq!(decode_event(enc.to_vec()), Ok(e));
     }
 
     #[test]
@@ -799,7 +824,7 @@ fn error_codes_match_the_documented_table() {
         let mut buf = encode_reply(&Reply::error(ErrorCode::Other, "")).to_vec();
         buf[4] = bad;
         assert_eq!(
-            decode_reply(buf.into()),
+            decode_reply(buf),
             Err(DecodeError::UnknownCode("error", bad))
         );
     }
@@ -810,7 +835,7 @@ fn error_codes_match_the_documented_table() {
 #[test]
 fn errors_cross_the_wire_without_loss() {
     use stampede_core::{GetError, Neighbors, PutErrorKind, StmError, ZoneId};
-    let round = |r: Reply| decode_reply(encode_reply(&r).to_vec().into()).unwrap();
+    let round = |r: Reply| decode_reply(encode_reply(&r).to_vec()).unwrap();
     let stm = [
         StmError::InvalidArgument("capacity must be at least 1".into()),
         StmError::BelowVisibility {
@@ -957,7 +982,7 @@ fn at_most_max_cached_timestamps_travel() {
         wait: Wait::Forever,
         cached: (0..100).collect(),
     };
-    match decode_request(encode_request(&get).to_vec().into()) {
+    match decode_request(encode_request(&get).to_vec()) {
         Ok(Request::Get { cached, .. }) => {
             assert_eq!(cached, (0..MAX_CACHED as i64).collect::<Vec<_>>())
         }
@@ -968,11 +993,7 @@ fn at_most_max_cached_timestamps_travel() {
 #[test]
 fn long_strings_are_cut_at_a_character_boundary() {
     let long = "é".repeat(40_000); // 80 000 bytes, two per character
-    match decode_reply(
-        encode_reply(&Reply::error(ErrorCode::Other, long.clone()))
-            .to_vec()
-            .into(),
-    ) {
+    match decode_reply(encode_reply(&Reply::error(ErrorCode::Other, long.clone())).to_vec()) {
         Ok(Reply::Error { text, .. }) => {
             assert_eq!(text.len(), 65_534);
             assert!(long.starts_with(&text));
@@ -992,7 +1013,7 @@ fn waits_travel_in_whole_microseconds() {
     };
     let sent = get(Wait::For(Duration::from_nanos(1_999)));
     assert_eq!(
-        decode_request(encode_request(&sent).to_vec().into()),
+        decode_request(encode_request(&sent).to_vec()),
         Ok(get(Wait::For(Duration::from_micros(1))))
     );
 }
