@@ -30,7 +30,7 @@ use crate::sync::{
 };
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, ZoneId, INFINITY};
-use crate::wait::{spin, Wait, SPIN_ROUNDS};
+use crate::wait::{spin, Wait};
 
 /// Which item a channel get asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -718,9 +718,9 @@ impl ChannelCore {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(GetError::Timeout(nb));
             }
-            if round < SPIN_ROUNDS {
+            if round < self.zone.spin_rounds {
                 drop(st);
-                spin(round);
+                spin(round, self.zone.spin_rounds);
                 round += 1;
                 st = lock(&self.state);
                 merged = false;

@@ -14,7 +14,7 @@ use crate::notify::{Arrivals, Hooked, Hooks, SubscriptionId};
 use crate::sync::{lock, wait, Condvar, InterruptPoll, Mutex, MutexGuard, Ordering};
 use crate::task::{Detach, TaskInner};
 use crate::time::{Timestamp, ZoneId, INFINITY};
-use crate::wait::{spin, Wait, SPIN_ROUNDS};
+use crate::wait::{spin, Wait};
 
 /// An item gotten from a queue: consume it by its ticket.
 #[derive(Clone, Debug)]
@@ -244,9 +244,9 @@ impl QueueCore {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(GetError::Timeout(Neighbors::default()));
             }
-            if round < SPIN_ROUNDS {
+            if round < self.zone.spin_rounds {
                 drop(st);
-                spin(round);
+                spin(round, self.zone.spin_rounds);
                 round += 1;
                 st = self.lock();
                 continue;

@@ -23,15 +23,17 @@ impl Wait {
     }
 }
 
-/// Busy-wait rounds before a blocking get parks: a hand-off often completes within them,
-/// saving two context switches. Under loom every round is a scheduling point, so few.
+/// Busy-wait rounds before a blocking get parks, by default: a hand-off often completes
+/// within them, saving two context switches. Under loom every round is a scheduling point,
+/// so few.
 #[cfg(not(loom))]
 pub(crate) const SPIN_ROUNDS: u32 = 64;
 #[cfg(loom)]
 pub(crate) const SPIN_ROUNDS: u32 = 2;
 
-pub(crate) fn spin(round: u32) {
-    if round < SPIN_ROUNDS / 2 {
+/// Round `round` of `rounds`: spins at first, then yields.
+pub(crate) fn spin(round: u32, rounds: u32) {
+    if round < rounds / 2 {
         for _ in 0..(1 << round.min(6)) {
             std::hint::spin_loop();
         }

@@ -84,6 +84,11 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Bytes of shared memory for large messages to processes on this host (0: off).
     pub shm_pool: usize,
+    /// Busy-wait rounds of a blocking get before it parks
+    /// ([`RuntimeBuilder::spin_rounds`](stampede_core::RuntimeBuilder::spin_rounds)):
+    /// `None` spins as a local runtime does on more than two cores and not at all on two or
+    /// fewer, where the network threads that deliver items need the processor.
+    pub spin_rounds: Option<u32>,
     /// Further Zenoh settings as `(path, JSON5 value)`, applied last.
     pub zenoh: Vec<(String, String)>,
 }
@@ -103,6 +108,7 @@ impl Default for Config {
             wait_slice: Duration::from_millis(250),
             connect_timeout: Duration::from_secs(5),
             shm_pool: 64 << 20,
+            spin_rounds: None,
             zenoh: Vec::new(),
         }
     }

@@ -19,13 +19,33 @@ use crate::zbytes;
 #[derive(Default)]
 pub(crate) struct Intake {
     waiting: Mutex<HashMap<(String, u64), VecDeque<Send>>>,
+    /// A publisher of acknowledgements per putting space.
+    acks: Mutex<HashMap<String, Arc<zenoh::pubsub::Publisher<'static>>>>,
 }
 
 impl Intake {
     /// A space left: its waiting puts go with its connections.
     pub(crate) fn space_left(&self, space: &str) {
         lock(&self.waiting).retain(|k, _| k.0 != space);
+        lock(&self.acks).remove(space);
     }
+}
+
+/// The publisher of acknowledgements to `space`.
+fn acks_to(sh: &Shared, space: &str) -> Result<Arc<zenoh::pubsub::Publisher<'static>>, String> {
+    if let Some(p) = lock(&sh.intake.acks).get(space) {
+        return Ok(p.clone());
+    }
+    let key = format!("{}/{}", sh.key("ack", space), sh.id);
+    let p = sh
+        .session
+        .declare_publisher(key)
+        .congestion_control(zenoh::qos::CongestionControl::Block)
+        .wait()
+        .map_err(|e| crate::error::zenoh_text(&e))?;
+    let p = Arc::new(p);
+    lock(&sh.intake.acks).insert(space.to_owned(), p.clone());
+    Ok(p)
 }
 
 /// A put another space sent.
@@ -115,12 +135,11 @@ fn ack(sh: &Shared, m: &Send, r: Result<Reply, Reply>) {
         marks,
         failure,
     });
-    let key = format!("{}/{}", sh.key("ack", &m.task.space), sh.id);
-    let sent = sh
-        .session
-        .put(key, payload)
-        .congestion_control(zenoh::qos::CongestionControl::Block)
-        .wait();
+    let sent = acks_to(sh, &m.task.space).and_then(|p| {
+        p.put(payload)
+            .wait()
+            .map_err(|e| crate::error::zenoh_text(&e))
+    });
     if let Err(e) = sent {
         tracing::warn!(space = m.task.space, "acknowledgement not sent: {e}");
     }

@@ -37,8 +37,9 @@ pub(crate) struct Book {
     /// What the last message said, and its version.
     published: BTreeMap<u32, Timestamp>,
     version: u64,
-    /// Holds this space moved to owners, carried in its messages (see step 2).
-    transfers: Vec<Outgoing>,
+    /// Holds this space moved to owners, carried in its messages (see step 2), one per
+    /// owner and zone: the lowest timestamp and the newest version, which covers the rest.
+    transfers: BTreeMap<(String, u32), Outgoing>,
     peers: HashMap<String, Peer>,
 }
 
@@ -52,7 +53,8 @@ struct Pin {
 
 #[derive(Debug)]
 struct Outgoing {
-    t: Transfer,
+    ts: Timestamp,
+    version: u64,
     sent: bool,
 }
 
@@ -61,8 +63,9 @@ struct Peer {
     /// The newest version of its messages seen here.
     seen: u64,
     reported: BTreeMap<u32, Timestamp>,
-    /// Lower bounds from holds moved to it: (zone, timestamp, the version that covers it).
-    bounds: Vec<(u32, Timestamp, u64)>,
+    /// Lower bounds from holds moved to it, per zone: the lowest timestamp, kept until its
+    /// messages reach the newest version that covers one.
+    bounds: BTreeMap<u32, (Timestamp, u64)>,
     /// Its terms as last set here.
     applied: BTreeMap<u32, Timestamp>,
 }
@@ -70,7 +73,7 @@ struct Peer {
 impl Peer {
     fn terms(&self) -> BTreeMap<u32, Timestamp> {
         let mut t = self.reported.clone();
-        for &(z, ts, _) in &self.bounds {
+        for (&z, &(ts, _)) in &self.bounds {
             let e = t.entry(z).or_insert(INFINITY);
             *e = (*e).min(ts);
         }
@@ -87,7 +90,7 @@ impl Book {
             pins: Vec::new(),
             published: BTreeMap::new(),
             version: 0,
-            transfers: Vec::new(),
+            transfers: BTreeMap::new(),
             peers: HashMap::new(),
         }
     }
@@ -137,21 +140,14 @@ impl Book {
     pub(crate) fn message(&mut self) -> Marks {
         self.version += 1;
         let peers = &self.peers;
-        self.transfers
-            .retain(|o| !o.sent || !peers.get(&o.t.owner).is_some_and(|p| p.seen >= o.t.version));
+        self.transfers.retain(|(owner, _), o| {
+            !o.sent || !peers.get(owner).is_some_and(|p| p.seen >= o.version)
+        });
         self.published = self.own();
-        Marks {
-            version: self.version,
-            marks: self.published.iter().map(|(&z, &m)| (z, m)).collect(),
-            transfers: self
-                .transfers
-                .iter_mut()
-                .map(|o| {
-                    o.sent = true;
-                    o.t.clone()
-                })
-                .collect(),
+        for o in self.transfers.values_mut() {
+            o.sent = true;
         }
+        self.last_message()
     }
 
     /// The last message again, with the open transfers, for a newcomer that asked: its
@@ -160,7 +156,16 @@ impl Book {
         Marks {
             version: self.version,
             marks: self.published.iter().map(|(&z, &m)| (z, m)).collect(),
-            transfers: self.transfers.iter().map(|o| o.t.clone()).collect(),
+            transfers: self
+                .transfers
+                .iter()
+                .map(|((owner, zone), o)| Transfer {
+                    owner: owner.clone(),
+                    zone: *zone,
+                    ts: o.ts,
+                    version: o.version,
+                })
+                .collect(),
         }
     }
 
@@ -179,10 +184,17 @@ impl Book {
             ts,
             version,
         };
-        self.transfers.push(Outgoing {
-            t: t.clone(),
-            sent: false,
-        });
+        let o = self
+            .transfers
+            .entry((t.owner.clone(), zone))
+            .or_insert(Outgoing {
+                ts,
+                version,
+                sent: false,
+            });
+        o.ts = o.ts.min(ts);
+        o.version = o.version.max(version);
+        o.sent = false;
         // This space's own watermark must not pass the item either.
         if self.bound(&t) {
             self.effects(&[owner.to_owned()])
@@ -192,7 +204,7 @@ impl Book {
     }
 
     /// Keeps `t.ts` as a bound on its owner's term until the covering version is seen;
-    /// whether it was needed.
+    /// whether the bound went down.
     fn bound(&mut self, t: &Transfer) -> bool {
         if t.owner == self.me {
             // Pinned here before it was acknowledged.
@@ -202,11 +214,11 @@ impl Book {
         if peer.seen >= t.version {
             return false;
         }
-        let b = (t.zone, t.ts, t.version);
-        if !peer.bounds.contains(&b) {
-            peer.bounds.push(b);
-        }
-        true
+        let b = peer.bounds.entry(t.zone).or_insert((INFINITY, 0));
+        b.1 = b.1.max(t.version);
+        let lower = t.ts < b.0;
+        b.0 = b.0.min(t.ts);
+        lower
     }
 
     /// A message from space `from`; the terms to set, lowered ones first.
@@ -225,7 +237,7 @@ impl Book {
         if msg.version > peer.seen {
             peer.seen = msg.version;
             peer.reported = msg.marks.iter().copied().collect();
-            peer.bounds.retain(|b| b.2 > msg.version);
+            peer.bounds.retain(|_, b| b.1 > msg.version);
             touched.insert(from.to_owned());
         }
         let touched: Vec<String> = touched.into_iter().collect();
@@ -234,7 +246,7 @@ impl Book {
 
     /// Space `space` left: its terms go, and what this space moved to it.
     pub(crate) fn left(&mut self, space: &str) -> Vec<Effect> {
-        self.transfers.retain(|o| o.t.owner != space);
+        self.transfers.retain(|(owner, _), _| owner != space);
         let Some(peer) = self.peers.remove(space) else {
             return Vec::new();
         };

@@ -538,7 +538,12 @@ impl Space {
         let zcfg = cfg.to_zenoh()?;
         let session = zenoh::open(zcfg).wait().map_err(|e| open_error(e, &cfg))?;
         let id = session.zid().to_string();
-        let rt = Runtime::new();
+        let small = std::thread::available_parallelism().map_or(true, |n| n.get() <= 2);
+        let mut rt = Runtime::builder();
+        if let Some(n) = cfg.spin_rounds.or(small.then_some(0)) {
+            rt = rt.spin_rounds(n);
+        }
+        let rt = rt.build();
         let (push_tx, push_rx) = crossbeam_channel::bounded(PUSH_BACKLOG);
         let (events, queues) = Events::new();
         let sh = Arc::new(Shared {

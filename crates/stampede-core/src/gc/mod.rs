@@ -253,6 +253,8 @@ pub(crate) struct Zone {
     /// The local mark of the last pass.
     local: AtomicI64,
     listener: Mutex<Option<MarkListener>>,
+    /// Busy-wait rounds of a blocking get or put here before it parks.
+    pub(crate) spin_rounds: u32,
 }
 
 impl fmt::Debug for Zone {
@@ -264,7 +266,7 @@ impl fmt::Debug for Zone {
 pub(crate) type GcReadGuard<'a> = crate::sync::RwLockReadGuard<'a, ()>;
 
 impl Zone {
-    pub(crate) fn new(id: ZoneId) -> Zone {
+    pub(crate) fn new(id: ZoneId, spin_rounds: u32) -> Zone {
         Zone {
             id,
             gc: CachePadded::new(RwLock::new(())),
@@ -275,6 +277,7 @@ impl Zone {
             reclaimed: AtomicU64::new(0),
             local: AtomicI64::new(INFINITY),
             listener: Mutex::new(None),
+            spin_rounds,
         }
     }
 
