@@ -1225,8 +1225,8 @@ fn a_moved_hold_survives_a_flooded_link() {
                 "item {} never arrived ({e}); got {got:?}; relayer said {:?}; pacer said \
                  {:?}\n{}",
                 got.len() + 1,
-                relayer.seen,
-                pacer.seen,
+                relayer.printed(),
+                pacer.printed(),
                 space.runtime().explain(ZoneId::DEFAULT)
             ),
         }
@@ -1234,7 +1234,7 @@ fn a_moved_hold_survives_a_flooded_link() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     relayer.expect("DONE", T);
     assert!(
-        !relayer.seen.iter().any(|l| l.starts_with("FAILED")),
+        !relayer.printed().iter().any(|l| l.starts_with("FAILED")),
         "relayed puts refused: {:?}",
         relayer.seen
     );

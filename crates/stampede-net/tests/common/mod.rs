@@ -94,6 +94,14 @@ impl Proc {
         }
     }
 
+    /// Every line printed so far, without waiting.
+    pub fn printed(&mut self) -> &[String] {
+        while let Ok(l) = self.lines.try_recv() {
+            self.seen.push(l);
+        }
+        &self.seen
+    }
+
     /// Every line until the child exits.
     pub fn finish(&mut self, timeout: Duration) -> Vec<String> {
         let deadline = Instant::now() + timeout;
