@@ -1,5 +1,6 @@
-"""Python benchmarks: STM operations against queue.Queue, and the demo pipeline's frame
-rate by worker count against a sequential loop doing the same work.
+"""Python benchmarks: STM operations against queue.Queue, numpy arrays between two
+processes against Zenoh pub/sub, and the demo pipeline's frame rate by worker count against
+a sequential loop doing the same work.
 
 Every figure is the median of several repeats, measured in the same run as its baseline.
 Writes a JSON list of records (the format of bench-results/core.json) and prints a table.
@@ -165,6 +166,52 @@ def micro(quick: bool, repeats: int) -> list[Record]:
     return out
 
 
+def zenoh_baseline(net_json: Path) -> dict[tuple[str, int], float]:
+    """The Zenoh pub/sub figures of the Rust network benchmark, by (metric, payload)."""
+    try:
+        records = json.loads(net_json.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {
+        (r["metric"], r["payload_bytes"]): r["baseline"]
+        for r in records
+        if r.get("baseline_name") == "zenoh_pubsub"
+    }
+
+
+def xproc(quick: bool, repeats: int, net_json: Path) -> list[Record]:
+    """numpy arrays through a channel of another process, against the Zenoh pub/sub figures
+    that ``stampede-net-bench`` wrote to ``net_json`` in the same ``make bench`` run."""
+    import python_xproc
+
+    base = zenoh_baseline(net_json)
+    name = f"Zenoh pub/sub (Rust, {net_json})"
+    if not base:
+        print(f"no Zenoh baseline in {net_json}: run stampede-net-bench first", file=sys.stderr)
+    out = []
+    n = 300 if quick else 2_000
+    for size in (64, 1 << 16, 1 << 20):
+        ours = statistics.median(python_xproc.pingpong(size, n) for _ in range(repeats))
+        out.append(
+            record(
+                "py_xproc_pingpong_oneway_p50", size, ours,
+                base.get(("xproc_pingpong_oneway_p50", size), float("nan")), name, "us",
+                target="<=1.5x",
+            )
+        )
+    seconds = 1.0 if quick else 2.0
+    for size in (1 << 16, 1 << 20):
+        ours = statistics.median(python_xproc.bandwidth(size, seconds) for _ in range(repeats))
+        out.append(
+            record(
+                "py_xproc_bandwidth", size, ours,
+                base.get(("xproc_bandwidth", size), float("nan")), name, "MB/s",
+                target=">=0.6x",
+            )
+        )
+    return out
+
+
 def demo(quick: bool, repeats: int, seconds: float) -> list[Record]:
     from stampede.demo.bench import measure_pipeline, measure_sequential
 
@@ -213,7 +260,13 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("bench-results/python.json"))
     p.add_argument("--repeats", type=int, default=5, help="runs per figure (median reported)")
     p.add_argument("--quick", action="store_true", help="fewer iterations and repeats")
-    p.add_argument("--only", choices=["micro", "demo"], help="run one group")
+    p.add_argument("--only", choices=["micro", "xproc", "demo"], help="run one group")
+    p.add_argument(
+        "--net-json",
+        type=Path,
+        default=Path("bench-results/net.json"),
+        help="the Rust network benchmark's results, for the Zenoh baseline of the xproc group",
+    )
     p.add_argument("--seconds", type=float, default=6.0, help="length of each demo run")
     args = p.parse_args()
     repeats = 3 if args.quick else args.repeats
@@ -221,6 +274,8 @@ def main() -> int:
     records: list[Record] = []
     if args.only in (None, "micro"):
         records += micro(args.quick, repeats)
+    if args.only in (None, "xproc"):
+        records += xproc(args.quick, repeats, args.net_json)
     if args.only in (None, "demo"):
         records += demo(args.quick, repeats, seconds)
     show(records)
