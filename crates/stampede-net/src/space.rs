@@ -589,6 +589,30 @@ impl Space {
         lock(&self.sh.keep).push(Box::new(x));
     }
 
+    /// Subscribes to what owners send this space on `<what>/<this space>/<owner>`.
+    fn subscribe_owners(
+        &self,
+        what: &str,
+        handle: fn(&Shared, &str, &zenoh::bytes::ZBytes),
+    ) -> Result<(), NetError> {
+        let sh = &self.sh;
+        let weak = Arc::downgrade(sh);
+        let prefix = format!("{}/", sh.key(what, &sh.id));
+        let sub = sh
+            .session
+            .declare_subscriber(format!("{prefix}*"))
+            .callback(move |s| {
+                let Some(sh) = weak.upgrade() else { return };
+                if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
+                    handle(&sh, owner, s.payload());
+                }
+            })
+            .wait()
+            .map_err(|e| NetError::Connect(zenoh_text(&e)))?;
+        self.keep(sub);
+        Ok(())
+    }
+
     fn start(&self, push_rx: Receiver<(u64, Timestamp)>) -> Result<(), NetError> {
         let sh = &self.sh;
         let z = |e: zenoh::Error| NetError::Connect(zenoh_text(&e));
@@ -692,35 +716,9 @@ impl Space {
             .wait()
             .map_err(z)?;
         self.keep(sub);
-        let weak = Arc::downgrade(sh);
-        let prefix = format!("{}/", sh.key("ack", &sh.id));
-        let sub = sh
-            .session
-            .declare_subscriber(format!("{prefix}*"))
-            .callback(move |s| {
-                let Some(sh) = weak.upgrade() else { return };
-                if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
-                    sh.acked(owner, s.payload());
-                }
-            })
-            .wait()
-            .map_err(z)?;
-        self.keep(sub);
+        self.subscribe_owners("ack", Shared::acked)?;
         // Items owners push ahead to this space.
-        let weak = Arc::downgrade(sh);
-        let prefix = format!("{}/", sh.key("push", &sh.id));
-        let sub = sh
-            .session
-            .declare_subscriber(format!("{prefix}*"))
-            .callback(move |s| {
-                let Some(sh) = weak.upgrade() else { return };
-                if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
-                    sh.pushed_here(owner, s.payload());
-                }
-            })
-            .wait()
-            .map_err(z)?;
-        self.keep(sub);
+        self.subscribe_owners("push", Shared::pushed_here)?;
         let weak = Arc::downgrade(sh);
         std::thread::Builder::new()
             .name("stampede-push".into())

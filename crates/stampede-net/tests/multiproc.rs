@@ -266,6 +266,16 @@ fn child_entry() {
     }
 }
 
+/// Whether every item of `ch`, owned by `space`, is reclaimed within the test's patience;
+/// runs collection passes meanwhile.
+fn all_reclaimed(space: &Space, ch: &Channel) -> bool {
+    let ch = local(ch);
+    eventually(T, || {
+        space.runtime().collect();
+        ch.is_empty()
+    })
+}
+
 fn router(test: &str) -> (Space, String, String) {
     let ep = format!("tcp/127.0.0.1:{}", free_port());
     let app = app(test);
@@ -305,10 +315,7 @@ fn producer_and_consumer_in_other_processes() {
     // Both are gone: their terms are released and everything is reclaimed.
     let ch = local(&frames).clone();
     assert!(
-        eventually(T, || {
-            space.runtime().collect();
-            ch.is_empty()
-        }),
+        all_reclaimed(&space, &ch),
         "left: {:?}\n{}",
         ch.timestamps(),
         space.runtime().explain(Default::default())
@@ -361,10 +368,7 @@ fn killed_holder_releases_gc_and_queue_items() {
     }
     // The channel's items are reclaimed once the connection is released.
     let ch = local(&frames).clone();
-    assert!(eventually(T, || {
-        space.runtime().collect();
-        ch.is_empty()
-    }));
+    assert!(all_reclaimed(&space, &ch));
     eprintln!("released {:?} after SIGKILL", killed.elapsed());
 }
 
@@ -399,10 +403,7 @@ fn killed_client_releases_its_session() {
     assert!(eventually(T, || space.spaces().len() < sessions));
     let ch = local(&frames).clone();
     assert!(
-        eventually(T, || {
-            space.runtime().collect();
-            ch.is_empty()
-        }),
+        all_reclaimed(&space, &ch),
         "{}",
         space.runtime().explain(Default::default())
     );
@@ -524,10 +525,7 @@ fn killed_producer_loses_no_acknowledged_item() {
     input.consume_until(last).unwrap();
     // The producer's virtual time no longer holds the watermark.
     assert!(
-        eventually(T, || {
-            space.runtime().collect();
-            local(&frames).is_empty()
-        }),
+        all_reclaimed(&space, &frames),
         "{}",
         space.runtime().explain(Default::default())
     );
@@ -1335,10 +1333,7 @@ fn a_killed_putter_leaves_a_prefix_of_its_puts() {
     input.consume_until(next - 1).unwrap();
     let ch = local(&frames).clone();
     assert!(
-        eventually(T, || {
-            space.runtime().collect();
-            ch.is_empty()
-        }),
+        all_reclaimed(&space, &ch),
         "{}",
         space.runtime().explain(Default::default())
     );
