@@ -30,8 +30,12 @@ const REPORT_MS: u64 = 250;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum System {
-    /// The multi-threaded Stampede mixer over channels.
+    /// The multi-threaded Stampede mixer over channels (the paper's third version).
     Stampede,
+    /// The single-threaded Stampede mixer (the paper's second version).
+    #[serde(rename = "stampede-single")]
+    #[value(name = "stampede-single")]
+    StampedeSingle,
     /// The single-threaded TCP mixer.
     Baseline,
 }
@@ -40,10 +44,14 @@ impl System {
     fn name(self) -> &'static str {
         match self {
             System::Stampede => "stampede",
+            System::StampedeSingle => "stampede-single",
             System::Baseline => "baseline",
         }
     }
 }
+
+/// The Stampede mixers, each compared with the baseline.
+const MIXERS: [System; 2] = [System::Stampede, System::StampedeSingle];
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -94,6 +102,9 @@ pub struct Ratio {
     pub size_kb: u32,
     /// `fps_slowest(stampede) / fps_slowest(baseline)`.
     pub stampede_over_baseline: f64,
+    /// The same for the single-threaded Stampede mixer, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_over_baseline: Option<f64>,
 }
 
 /// The host the benchmark ran on.
@@ -268,8 +279,13 @@ fn run_once(
     let size = size_kb.to_string();
     let (tx, rx): (Sender<Line>, Receiver<Line>) = mpsc::channel();
     let (mixer_args, participant_args) = match system {
-        System::Stampede => {
+        System::Stampede | System::StampedeSingle => {
             let ep = format!("tcp/127.0.0.1:{port}");
+            let threads = if system == System::Stampede {
+                "multi"
+            } else {
+                "single"
+            };
             (
                 args(&[
                     "mixer",
@@ -281,6 +297,8 @@ fn run_once(
                     &width,
                     "--size-kb",
                     &size,
+                    "--threads",
+                    threads,
                 ]),
                 args(&["participant", "--app", &app, "--connect", &ep]),
             )
@@ -484,6 +502,7 @@ pub fn run_bench(opts: &BenchOptions) -> Result<BenchResults, ConferenceError> {
             .find(|p| p.system == s && p.k == k && p.size_kb == size)
             .map(|p| p.fps_slowest)
     };
+    let over = |s: f64, b: f64| if b > 0.0 { s / b } else { 0.0 };
     let mut ratio = Vec::new();
     for &size_kb in &opts.sizes {
         for &k in &opts.ks {
@@ -494,7 +513,9 @@ pub fn run_bench(opts: &BenchOptions) -> Result<BenchResults, ConferenceError> {
                 ratio.push(Ratio {
                     k,
                     size_kb,
-                    stampede_over_baseline: if b > 0.0 { s / b } else { 0.0 },
+                    stampede_over_baseline: over(s, b),
+                    single_over_baseline: find(System::StampedeSingle, k, size_kb)
+                        .map(|s1| over(s1, b)),
                 });
             }
         }
@@ -560,7 +581,7 @@ pub fn render_tables(r: &BenchResults) -> String {
             .find(|p| p.system == s && p.k == k && p.size_kb == size)
     };
     let mut out = String::new();
-    for s in [System::Stampede, System::Baseline] {
+    for s in [System::Stampede, System::StampedeSingle, System::Baseline] {
         if r.points.iter().any(|p| p.system == s) {
             out += &table(
                 &format!(
@@ -574,27 +595,39 @@ pub fn render_tables(r: &BenchResults) -> String {
             out.push('\n');
         }
     }
-    if r.points.iter().any(|p| p.system == System::Stampede) {
-        out += &table(
-            "Delivered bandwidth out of the mixer, K²·S·F (MBps), stampede",
-            &ks,
-            &sizes,
-            |k, size| point(System::Stampede, k, size).map(|p| p.bandwidth_mbps),
-        );
-        out.push('\n');
+    for s in MIXERS {
+        if r.points.iter().any(|p| p.system == s) {
+            out += &table(
+                &format!(
+                    "Delivered bandwidth out of the mixer, K²·S·F (MBps), {}",
+                    s.name()
+                ),
+                &ks,
+                &sizes,
+                |k, size| point(s, k, size).map(|p| p.bandwidth_mbps),
+            );
+            out.push('\n');
+        }
     }
-    if !r.ratio.is_empty() {
-        out += &table(
-            "Frame rate ratio stampede / baseline",
-            &ks,
-            &sizes,
-            |k, size| {
-                r.ratio
-                    .iter()
-                    .find(|x| x.k == k && x.size_kb == size)
-                    .map(|x| x.stampede_over_baseline)
-            },
-        );
+    for s in MIXERS {
+        let pick = |x: &Ratio| match s {
+            System::StampedeSingle => x.single_over_baseline,
+            _ => Some(x.stampede_over_baseline),
+        };
+        if r.ratio.iter().any(|x| pick(x).is_some()) {
+            out += &table(
+                &format!("Frame rate ratio {} / baseline", s.name()),
+                &ks,
+                &sizes,
+                |k, size| {
+                    r.ratio
+                        .iter()
+                        .find(|x| x.k == k && x.size_kb == size)
+                        .and_then(pick)
+                },
+            );
+            out.push('\n');
+        }
     }
     out
 }
@@ -641,6 +674,7 @@ mod tests {
                 k: 2,
                 size_kb: 74,
                 stampede_over_baseline: 2.0,
+                single_over_baseline: None,
             }],
         };
         let t = render_tables(&r);
@@ -649,5 +683,15 @@ mod tests {
         assert!(t.contains("        74 |    2.00       -"), "{t}");
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["points"][0]["system"], "stampede");
+        assert!(!t.contains("stampede-single"), "{t}");
+        // The single-threaded mixer gets its own tables once measured.
+        let mut r = r;
+        r.points.push(p(System::StampedeSingle, 2, 74, 10.0));
+        r.ratio[0].single_over_baseline = Some(0.5);
+        let t = render_tables(&r);
+        assert!(t.contains("Frame rate ratio stampede-single / baseline"), "{t}");
+        assert!(t.contains("        74 |    0.50       -"), "{t}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["points"][3]["system"], "stampede-single");
     }
 }

@@ -182,7 +182,7 @@ struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [74, 125, 190])]
     sizes: Vec<u32>,
     /// Systems to measure.
-    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [System::Stampede, System::Baseline])]
+    #[arg(long, value_delimiter = ',', value_enum, default_values_t = [System::Stampede, System::StampedeSingle, System::Baseline])]
     systems: Vec<System>,
     /// Runs per point; the median is reported.
     #[arg(long, default_value_t = 3)]
