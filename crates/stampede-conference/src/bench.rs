@@ -100,9 +100,10 @@ pub struct Ratio {
     pub k: usize,
     /// Frame size in KB.
     pub size_kb: u32,
-    /// `fps_slowest(stampede) / fps_slowest(baseline)`.
-    pub stampede_over_baseline: f64,
-    /// The same for the single-threaded Stampede mixer, when measured.
+    /// `fps_slowest(stampede) / fps_slowest(baseline)`, when both were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stampede_over_baseline: Option<f64>,
+    /// The same for the single-threaded Stampede mixer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub single_over_baseline: Option<f64>,
 }
@@ -506,17 +507,17 @@ pub fn run_bench(opts: &BenchOptions) -> Result<BenchResults, ConferenceError> {
     let mut ratio = Vec::new();
     for &size_kb in &opts.sizes {
         for &k in &opts.ks {
-            if let (Some(s), Some(b)) = (
-                find(System::Stampede, k, size_kb),
-                find(System::Baseline, k, size_kb),
-            ) {
-                ratio.push(Ratio {
-                    k,
-                    size_kb,
-                    stampede_over_baseline: over(s, b),
-                    single_over_baseline: find(System::StampedeSingle, k, size_kb)
-                        .map(|s1| over(s1, b)),
-                });
+            let Some(b) = find(System::Baseline, k, size_kb) else {
+                continue;
+            };
+            let r = Ratio {
+                k,
+                size_kb,
+                stampede_over_baseline: find(System::Stampede, k, size_kb).map(|s| over(s, b)),
+                single_over_baseline: find(System::StampedeSingle, k, size_kb).map(|s| over(s, b)),
+            };
+            if r.stampede_over_baseline.is_some() || r.single_over_baseline.is_some() {
+                ratio.push(r);
             }
         }
     }
@@ -612,7 +613,7 @@ pub fn render_tables(r: &BenchResults) -> String {
     for s in MIXERS {
         let pick = |x: &Ratio| match s {
             System::StampedeSingle => x.single_over_baseline,
-            _ => Some(x.stampede_over_baseline),
+            _ => x.stampede_over_baseline,
         };
         if r.ratio.iter().any(|x| pick(x).is_some()) {
             out += &table(
@@ -673,7 +674,7 @@ mod tests {
             ratio: vec![Ratio {
                 k: 2,
                 size_kb: 74,
-                stampede_over_baseline: 2.0,
+                stampede_over_baseline: Some(2.0),
                 single_over_baseline: None,
             }],
         };
@@ -689,7 +690,10 @@ mod tests {
         r.points.push(p(System::StampedeSingle, 2, 74, 10.0));
         r.ratio[0].single_over_baseline = Some(0.5);
         let t = render_tables(&r);
-        assert!(t.contains("Frame rate ratio stampede-single / baseline"), "{t}");
+        assert!(
+            t.contains("Frame rate ratio stampede-single / baseline"),
+            "{t}"
+        );
         assert!(t.contains("        74 |    0.50       -"), "{t}");
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["points"][3]["system"], "stampede-single");
