@@ -28,6 +28,8 @@ const WINDOW_ITEMS: usize = 1024;
 const WINDOW_BYTES: usize = 32 << 20;
 /// How often a put waiting for a credit asks its interrupt check.
 const POLL: Duration = Duration::from_millis(50);
+/// The own puts remembered for duplicates: an older duplicate is the owner's to refuse.
+const REMEMBERED: usize = 4096;
 
 /// One output connection's puts in flight to a remote channel.
 pub(crate) struct Pipe {
@@ -53,8 +55,8 @@ struct State {
     bytes: usize,
     /// Refusals not reported yet.
     refused: VecDeque<PutError>,
-    /// This connection's put timestamps at or above the task's visibility: a put at one of
-    /// them again is this space's own duplicate.
+    /// This connection's latest put timestamps at or above the task's visibility (at most
+    /// [`REMEMBERED`]): a put at one of them again is this space's own duplicate.
     sent: BTreeSet<Timestamp>,
     closed: bool,
     /// Why nothing can be sent any more (the owner left).
@@ -180,6 +182,9 @@ impl Pipe {
         );
         st.bytes += bytes;
         st.sent.insert(p.ts);
+        if st.sent.len() > REMEMBERED {
+            st.sent.pop_first();
+        }
         let sending = lock(&self.sending);
         drop(st);
         let sent = self.publisher.put(zbytes::from_encoded(msg)).wait();
