@@ -122,43 +122,9 @@ fn class(code: ErrorCode) -> Exc {
 }
 
 /// A failed put: the kind's exception, carrying the timestamp and the value handed back
-/// (the very object the caller passed).
-///
-/// A deferred error (an earlier put the owner refused) carries that put's value, rebuilt
-/// from the item, with `deferred` set; when `value`'s own put was not made because of it,
-/// `unsent` is its `(ts, value)`.
-pub(crate) fn put_error(py: Python<'_>, mut e: PutError, value: &Bound<'_, PyAny>) -> PyErr {
-    if !e.is_deferred() {
-        return raise_put(py, e, value.clone().unbind());
-    }
-    let unsent = e.take_unsent().map(|(ts, _)| (ts, value.clone().unbind()));
-    deferred(py, e, unsent)
-}
-
-/// A deferred put error reported by a flush, or by a put whose own `(ts, value)` is
-/// `unsent`.
-pub(crate) fn deferred(py: Python<'_>, e: PutError, unsent: Option<(i64, Py<PyAny>)>) -> PyErr {
-    let kind = e.kind();
-    let ts = e.timestamp();
-    let msg = e.to_string();
-    let item = e.into_item();
-    let value = match crate::items::to_python(py, &item) {
-        Ok(v) => v,
-        Err(err) => return err,
-    };
-    let err = raise_put(py, PutError::new(kind, ts, item), value);
-    let exc = err.value(py);
-    let set = exc
-        .setattr("deferred", true)
-        .and_then(|()| exc.setattr("unsent", unsent))
-        .and_then(|()| exc.setattr("args", (msg,)));
-    match set {
-        Ok(()) => err,
-        Err(e) => e,
-    }
-}
-
-fn raise_put(py: Python<'_>, e: PutError, item: Py<PyAny>) -> PyErr {
+/// (the very object the caller passed, or for a deferred error the earlier put's value,
+/// which the caller rebuilds from its item; see `deferred`).
+pub(crate) fn put_error(py: Python<'_>, e: PutError, item: Py<PyAny>) -> PyErr {
     let msg = e.to_string();
     let ts = e.timestamp();
     let kind = e.kind();
@@ -170,6 +136,25 @@ fn raise_put(py: Python<'_>, e: PutError, item: Py<PyAny>) -> PyErr {
         }
         PutErrorKind::Interrupted => raise(py, cls, (msg,)),
         _ => raise(py, cls, (msg, ts, item)),
+    }
+}
+
+/// Marks `err`, raised for an earlier put the owner refused, as deferred: its message says
+/// so, and `unsent` is the `(ts, value)` of the put that was not made because of it.
+pub(crate) fn deferred(
+    py: Python<'_>,
+    err: PyErr,
+    msg: String,
+    unsent: Option<(i64, Py<PyAny>)>,
+) -> PyErr {
+    let exc = err.value(py);
+    let set = exc
+        .setattr("deferred", true)
+        .and_then(|()| exc.setattr("unsent", unsent))
+        .and_then(|()| exc.setattr("args", (msg,)));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }
 

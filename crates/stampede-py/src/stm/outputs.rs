@@ -7,7 +7,7 @@ use stampede_core::{OutputConnection, PutOptions, Timestamp, Wait};
 
 use super::conn::{connection_common, Conn};
 use super::containers::{Channel, Queue, Register};
-use super::support::{deadline, run, whole_wait, Signals};
+use super::support::{self, deadline, run, whole_wait, Signals};
 use super::task::Task;
 use crate::errors::{self, Exc};
 use crate::items;
@@ -89,7 +89,7 @@ impl ChannelOutput {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let conn = self.conn.get(py)?;
         let c = &*conn;
-        run(py, self.conn.local, || c.flush()).map_err(|e| errors::deferred(py, e, None))
+        run(py, self.conn.local, || c.flush()).map_err(|e| support::deferred(py, e, None))
     }
 
     /// Puts without waiting; a full channel raises ``Full``.
@@ -108,7 +108,7 @@ impl ChannelOutput {
             let c = &*conn;
             run(py, self.conn.local, || c.put_with(ts, it, opts))
         }
-        .map_err(|e| errors::put_error(py, e, item))
+        .map_err(|e| support::put_failed(py, e, item))
     }
 }
 
@@ -158,7 +158,7 @@ impl QueueOutput {
             let c = &*conn;
             run(py, self.conn.local, || c.try_put(ts, it))
         }
-        .map_err(|e| errors::put_error(py, e, item))
+        .map_err(|e| support::put_failed(py, e, item))
     }
 }
 

@@ -145,9 +145,36 @@ impl Signals {
     ) -> PyErr {
         match self.take() {
             Some(raised) if e.kind() == core::PutErrorKind::Interrupted => raised,
-            _ => errors::put_error(py, e, item),
+            _ => put_failed(py, e, item),
         }
     }
+}
+
+/// A failed put's exception. A deferred error (an earlier put the owner refused) carries
+/// that put's value, rebuilt from its item, with `deferred` set; when `value`'s own put was
+/// not made because of it, `unsent` is its `(ts, value)`.
+pub(super) fn put_failed(py: Python<'_>, mut e: core::PutError, value: &Bound<'_, PyAny>) -> PyErr {
+    if !e.is_deferred() {
+        return errors::put_error(py, e, value.clone().unbind());
+    }
+    let unsent = e.take_unsent().map(|(ts, _)| (ts, value.clone().unbind()));
+    deferred(py, e, unsent)
+}
+
+/// A deferred put error, from a flush or (with `unsent`) from a put that was not made.
+pub(super) fn deferred(
+    py: Python<'_>,
+    e: core::PutError,
+    unsent: Option<(i64, Py<PyAny>)>,
+) -> PyErr {
+    let (kind, ts, msg) = (e.kind(), e.timestamp(), e.to_string());
+    let item = e.into_item();
+    let value = match crate::items::to_python(py, &item) {
+        Ok(v) => v,
+        Err(err) => return err,
+    };
+    let err = errors::put_error(py, core::PutError::new(kind, ts, item), value);
+    errors::deferred(py, err, msg, unsent)
 }
 
 pub(super) fn is_timeout(e: &GetError) -> bool {
