@@ -492,6 +492,9 @@ class SpaceStats:
     events_lost: int
     puts_sent: int
     puts_refused: int
+    view_hits: int
+    view_snapshots: int
+    seen_refused: int
 
 @final
 class SpaceWatermark:

@@ -279,6 +279,37 @@ impl State {
     }
 }
 
+impl State {
+    /// Gets the item at `ts`, which `sel` selected on connection `ci`: opens it there and
+    /// counts what a `NewestUnseen` passed over.
+    fn take(&mut self, ci: usize, sel: Selector, ts: Timestamp, zone: ZoneId) -> Item {
+        let State { items, conns, .. } = self;
+        let c = &mut conns[ci];
+        let mut skipped = 0;
+        if sel == Selector::NewestUnseen {
+            // Each unseen item passed over counts once per connection.
+            let bit = c.bit;
+            for (_, s) in items.range_mut(c.consumed_below..ts) {
+                if (s.consumed | s.open | s.passed) & bit == 0 {
+                    s.passed |= bit;
+                    skipped += 1;
+                }
+            }
+        }
+        let slot = items.get_mut(&ts).expect("selected from the items");
+        let item = slot.item.clone();
+        c.last_get = Some(ts);
+        if slot.open & c.bit == 0 {
+            slot.open |= c.bit;
+            c.open.push(ts);
+            c.task.add_open(zone, ts);
+        }
+        self.stats.gets += 1;
+        self.stats.skipped += skipped;
+        item
+    }
+}
+
 /// Where puts land without taking the state lock.
 ///
 /// A put whose timestamp is above every timestamp ever put cannot be a duplicate, so when it
@@ -673,30 +704,7 @@ impl ChannelCore {
                 },
             };
             if let Some(ts) = found {
-                let State { items, conns, .. } = &mut *st;
-                let c = &mut conns[ci];
-                let mut skipped = 0;
-                if sel == Selector::NewestUnseen {
-                    // Each unseen item passed over counts once per connection.
-                    let bit = c.bit;
-                    for (_, s) in items.range_mut(c.consumed_below..ts) {
-                        if (s.consumed | s.open | s.passed) & bit == 0 {
-                            s.passed |= bit;
-                            skipped += 1;
-                        }
-                    }
-                }
-                let slot = items.get_mut(&ts).expect("selected from the items");
-                let item = slot.item.clone();
-                c.last_get = Some(ts);
-                if slot.open & c.bit == 0 {
-                    slot.open |= c.bit;
-                    c.open.push(ts);
-                    c.task.add_open(self.zone.id, ts);
-                }
-                st.stats.gets += 1;
-                st.stats.skipped += skipped;
-                return Ok((ts, item));
+                return Ok((ts, st.take(ci, sel, ts, self.zone.id)));
             }
             if !merged {
                 self.merge(&mut st);
@@ -823,6 +831,39 @@ impl ChannelCore {
         self.run_garbage(handler, &dead);
         self.zone.nudge_beyond(local);
         Ok(())
+    }
+
+    /// Applies a get that selected `ts` with `sel` elsewhere (a reader of another address
+    /// space answered it from the items it was sent): the same state changes as [`get`]
+    /// would make. Fails with `Gone` if the item is not visible on `conn`.
+    ///
+    /// [`get`]: ChannelCore::get
+    pub(crate) fn replay_get(
+        &self,
+        conn: ConnId,
+        sel: Selector,
+        ts: Timestamp,
+    ) -> Result<(), GetError> {
+        let mut st = self.lock();
+        let ci = st.conn(conn).map_err(|()| GetError::Detached)?;
+        let c = &st.conns[ci];
+        if ts < st.floor.max(self.zone.floor()) || c.is_consumed(ts, st.items.get(&ts)) {
+            return Err(GetError::Gone(ts));
+        }
+        if !st.items.contains_key(&ts) {
+            return Err(GetError::Gone(ts));
+        }
+        st.take(ci, sel, ts, self.zone.id);
+        Ok(())
+    }
+
+    /// The item stored at `ts` and whether it carries a reference count (it may then be
+    /// reclaimed before every connection consumed it).
+    pub(crate) fn stored(&self, ts: Timestamp) -> Option<(Item, bool)> {
+        let st = self.lock();
+        st.items
+            .get(&ts)
+            .map(|s| (s.item.clone(), s.refcount.is_some()))
     }
 
     /// Visible timestamps on `conn` above `after`, and whether the channel is closed.
@@ -1020,7 +1061,7 @@ impl fmt::Debug for Channel {
 
 impl Channel {
     /// The channel's state here, if it lives here.
-    fn local(&self) -> Option<&Arc<ChannelCore>> {
+    pub(crate) fn local(&self) -> Option<&Arc<ChannelCore>> {
         match &self.flavor {
             Flavor::Local(c) => Some(c),
             Flavor::Provided(_) => None,

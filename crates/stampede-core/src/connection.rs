@@ -397,6 +397,14 @@ impl InputConnection<Channel> {
             Via::Provided(l) => l.consume(Consume::Until(ts)),
         }
     }
+    /// Applies a get another address space answered from its view (see
+    /// [`provider::replay_get`](crate::provider::replay_get)).
+    pub(crate) fn replay_get(&self, sel: Selector, ts: Timestamp) -> Result<(), GetError> {
+        match &self.via {
+            Via::Local(c) => c.replay_get(self.id, sel, ts),
+            Via::Provided(_) => Err(GetError::Detached),
+        }
+    }
     /// The timestamps visible on this connection above `after` and whether the channel is
     /// closed, for the correlator, wherever the channel lives.
     pub(crate) fn visible_after(

@@ -306,6 +306,26 @@ pub fn visible_after(
     input.visible_after(after)
 }
 
+/// Applies to `input` a get that selected `ts` with `sel` in another address space, which
+/// answered it from the items it was sent: the connection's state (its last get, the item
+/// open on it, what a `NewestUnseen` passed over) changes as if the get had run here. Fails
+/// with `Gone` when the item is not visible on the connection, and with `Detached` on a
+/// connection to a container that does not live here.
+pub fn replay_get(
+    input: &crate::InputConnection<Channel>,
+    sel: Selector,
+    ts: Timestamp,
+) -> Result<(), GetError> {
+    input.replay_get(sel, ts)
+}
+
+/// The item a channel that lives here stores at `ts`, and whether it carries a reference
+/// count (then it can be reclaimed before every connection consumed it, so a reader that
+/// was sent it must ask before using it).
+pub fn stored(channel: &Channel, ts: Timestamp) -> Option<(Item, bool)> {
+    channel.local()?.stored(ts)
+}
+
 /// The task a [`Link`] acts for.
 #[derive(Clone)]
 pub struct TaskRef {

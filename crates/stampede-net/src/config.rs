@@ -89,6 +89,10 @@ pub struct Config {
     /// `None` spins as a local runtime does on more than two cores and not at all on two or
     /// fewer, where the network threads that deliver items need the processor.
     pub spin_rounds: Option<u32>,
+    /// Fault injection: drop every `n`-th item other spaces push here (0, the default: none),
+    /// as a lossy path would. Gets stay correct and only cost more round trips; tests use it
+    /// to show that.
+    pub push_loss: u32,
     /// Further Zenoh settings as `(path, JSON5 value)`, applied last.
     pub zenoh: Vec<(String, String)>,
 }
@@ -109,6 +113,7 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(5),
             shm_pool: 64 << 20,
             spin_rounds: None,
+            push_loss: 0,
             zenoh: Vec::new(),
         }
     }

@@ -119,12 +119,13 @@ fn waits(r: &Result<Reply, Reply>) -> bool {
 
 /// Answers the putter.
 fn ack(sh: &Shared, m: &Send, r: Result<Reply, Reply>) {
-    let (marks, failure) = match r {
-        Ok(Reply::Stored { marks, .. }) => (marks, None),
+    let (marks, arrival, failure) = match r {
+        Ok(Reply::Stored { marks, seq }) => (marks, seq, None),
         Ok(Reply::Error { code, a, b, text }) | Err(Reply::Error { code, a, b, text }) => {
-            (0, Some((code, a, b, text)))
+            (0, 0, Some((code, a, b, text)))
         }
         Ok(other) | Err(other) => (
+            0,
             0,
             Some((ErrorCode::Other, 0, 0, server::unexpected(&other))),
         ),
@@ -133,6 +134,7 @@ fn ack(sh: &Shared, m: &Send, r: Result<Reply, Reply>) {
         conn: m.conn,
         seq: m.seq,
         marks,
+        arrival,
         failure,
     });
     let sent = acks_to(sh, &m.task.space).and_then(|p| {

@@ -42,12 +42,14 @@ mod config;
 mod endpoint;
 mod error;
 mod events;
+mod feed;
 mod intake;
 mod marks;
 mod pipe;
 mod remote;
 mod server;
 mod space;
+mod view;
 #[cfg(not(feature = "fuzzing"))]
 mod wire;
 /// The message format, public only to the fuzz target (`fuzz/`).

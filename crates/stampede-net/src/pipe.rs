@@ -271,6 +271,16 @@ impl Pipe {
         st
     }
 
+    /// The channel this pipe puts into.
+    pub(crate) fn container(&self) -> u64 {
+        self.container
+    }
+
+    /// Whether puts are on their way, unanswered.
+    pub(crate) fn in_flight(&self) -> bool {
+        !self.state().flight.is_empty()
+    }
+
     /// Whether this pipe puts into `container`.
     pub(crate) fn feeds(&self, container: u64) -> bool {
         self.container == container

@@ -3,7 +3,7 @@
 //! owner, which runs it on a proxy of the requesting task (see `server`).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stampede_core::provider::{
@@ -19,6 +19,7 @@ use crate::error::zenoh_text;
 use crate::events::Events;
 use crate::pipe::Pipe;
 use crate::space::{lock, Shared};
+use crate::view::{Answer, View};
 use crate::wire::{self, ErrorCode, Kind, NameRecord, Reply, Request, TaskRef, WireItem};
 use crate::zbytes;
 
@@ -305,6 +306,9 @@ impl Backend for Remote {
             task: task.id().0,
             zone: task.zone().0,
         };
+        // Open before attaching, so no push that follows the snapshot is missed.
+        let view = (input && self.rec.kind == Kind::Channel)
+            .then(|| self.sh.views.open(owner, self.rec.container));
         let req = Request::Attach {
             task: tref.clone(),
             container: self.rec.container,
@@ -324,7 +328,9 @@ impl Backend for Remote {
             tref,
             id: conn,
             pipe: None,
+            view,
         };
+        link.snapshot();
         if !input && self.rec.kind == Kind::Channel {
             let (container, capacity) = (self.rec.container, self.rec.capacity);
             let pipe = Pipe::open(
@@ -355,6 +361,8 @@ struct RemoteLink {
     id: u64,
     /// Output connections to channels send puts without waiting.
     pipe: Option<Arc<Pipe>>,
+    /// Input connections to channels answer gets from what the owner pushed.
+    view: Option<Arc<Mutex<View>>>,
 }
 
 impl RemoteLink {
@@ -442,6 +450,87 @@ impl RemoteLink {
         Ok(Got { ts, seq, item })
     }
 
+    /// Starts or rebuilds the view from the items visible on the connection now. The
+    /// request follows this connection's consumes and applied gets on the same session, so
+    /// the owner has applied them when it answers.
+    fn snapshot(&self) {
+        let Some(view) = &self.view else { return };
+        let req = Request::Visible {
+            task: self.tref.clone(),
+            conn: self.id,
+            after: None,
+        };
+        match call(self.sh(), self.owner(), &req) {
+            Ok(Reply::Visible {
+                seq, timestamps, ..
+            }) => {
+                lock(view).snapshot(seq, &timestamps);
+                self.sh()
+                    .counters
+                    .view_snapshots
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            // The owner answers the gets until a later snapshot succeeds.
+            Ok(other) => tracing::debug!(owner = self.owner(), "no snapshot: {other:?}"),
+            Err(e) => tracing::debug!(owner = self.owner(), "no snapshot: {e}"),
+        }
+    }
+
+    /// Answers a get from the view when it can (see `view`). When nothing the view knows
+    /// answers a waiting get, it waits here for pushes until `until` (at most [`PUSH_WAIT`]
+    /// past now) before the owner is asked: a steady stream is then read without a round
+    /// trip, and a lost push costs that much latency at most.
+    fn get_here(&self, view: &Mutex<View>, sel: Selector, wait: Wait) -> Option<Got> {
+        let sh = self.sh();
+        if sh.is_dead(self.owner()) {
+            return None;
+        }
+        if lock(view).needs_snapshot(Instant::now()) {
+            self.snapshot();
+        }
+        let local_until = match wait {
+            Wait::Never => None,
+            Wait::For(d) => Some(Instant::now() + d.min(PUSH_WAIT)),
+            Wait::Forever => Some(Instant::now() + PUSH_WAIT),
+        };
+        let key = self.key();
+        let (ts, item) = loop {
+            let in_flight = sh.puts_in_flight(self.owner(), self.container);
+            // The cache's lock first: a push lands in the cache, then in the views.
+            let cache = lock(&sh.cache.items);
+            let answer = lock(view).select(sel, in_flight);
+            match answer {
+                Answer::Here(ts) => {
+                    let item = cache.items.get(&key).and_then(|m| m.get(&ts).cloned())?;
+                    break (ts, item);
+                }
+                Answer::Ask => return None,
+                Answer::Nothing => {
+                    let left = local_until?.checked_duration_since(Instant::now())?;
+                    drop(
+                        sh.cache
+                            .filled
+                            .wait_timeout(cache, left)
+                            .map_or_else(|e| e.into_inner().0, |(g, _)| g),
+                    );
+                }
+            }
+        };
+        let mut v = lock(view);
+        v.got(ts);
+        drop(v);
+        self.sh().counters.view_hits.fetch_add(1, Ordering::Relaxed);
+        // The owner applies the get to its connection too; nothing waits for it. One not
+        // sent means the owner is unreachable, which the next operation reports.
+        let _ = self.notify(Request::Seen {
+            task: self.tref.clone(),
+            conn: self.id,
+            sel,
+            ts,
+        });
+        Some(Got { ts, seq: 0, item })
+    }
+
     fn consume_now(&self, ts: Timestamp, until: bool) -> Result<(), StmError> {
         let req = Request::Consume {
             task: self.tref.clone(),
@@ -469,11 +558,29 @@ impl RemoteLink {
                 self.owner()
             )));
         }
-        let req = Request::Consume {
+        if let Some(v) = &self.view {
+            let mut v = lock(v);
+            if until {
+                v.consume_until(ts);
+            } else {
+                v.consume(ts);
+            }
+        }
+        self.notify(Request::Consume {
             task: self.tref.clone(),
             conn: self.id,
             ts,
             until,
+        })
+    }
+
+    /// Sends `req`, which only updates the connection at the owner, without waiting for the
+    /// answer; a refusal is logged and counted in `SpaceStats::consume_failed`.
+    fn notify(&self, req: Request) -> Result<(), StmError> {
+        let sh = self.sh();
+        let ts = match &req {
+            Request::Consume { ts, .. } | Request::Seen { ts, .. } => *ts,
+            _ => 0,
         };
         let failed = sh.counters.consume_failed.clone();
         let owner = self.owner().to_owned();
@@ -492,13 +599,13 @@ impl RemoteLink {
                 });
                 if !ok {
                     failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(owner, ts, "a consume was refused or not answered");
+                    tracing::warn!(owner, ts, "a consume or get was refused or not answered");
                 }
             })
             .wait()
             .map_err(|e| {
                 sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
-                StmError::Unreachable(format!("consume not sent: {e}"))
+                StmError::Unreachable(format!("not sent: {e}"))
             })
     }
 }
@@ -543,6 +650,11 @@ impl Link for RemoteLink {
                     let zone = ZoneId(self.tref.zone);
                     self.sh().hold_moved(self.owner(), zone, p.ts, marks);
                 }
+                if self.kind == Kind::Channel {
+                    // This space's gets see the put from here on.
+                    self.sh().views.reached(self.owner(), self.container, seq);
+                    return Ok(0);
+                }
                 Ok(seq)
             }
             Ok(Some(other)) => Err(PutError::new(put_kind(other, self.owner()), p.ts, p.item)),
@@ -552,7 +664,22 @@ impl Link for RemoteLink {
     }
 
     fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError> {
-        self.fetch(sel, wait, self.kind == Kind::Channel)
+        let Some(view) = &self.view else {
+            return self.fetch(sel, wait, self.kind == Kind::Channel);
+        };
+        let start = Instant::now();
+        if let Some(got) = self.get_here(view, sel, wait) {
+            return Ok(got);
+        }
+        let wait = match wait {
+            Wait::For(d) => Wait::For(d.saturating_sub(start.elapsed())),
+            w => w,
+        };
+        let got = self.fetch(sel, wait, true)?;
+        let mut v = lock(view);
+        v.reached(got.seq);
+        v.got(got.ts);
+        Ok(Got { seq: 0, ..got })
     }
 
     fn consume(&self, what: Consume) -> Result<(), StmError> {
@@ -573,7 +700,9 @@ impl Link for RemoteLink {
             after,
         };
         match call(self.sh(), self.owner(), &req) {
-            Ok(Reply::Visible { closed, timestamps }) => Ok((timestamps, closed)),
+            Ok(Reply::Visible {
+                closed, timestamps, ..
+            }) => Ok((timestamps, closed)),
             Ok(other) => Err(stm_error(other, self.owner())),
             Err(e) => Err(StmError::Unreachable(e)),
         }

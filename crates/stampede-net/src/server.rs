@@ -13,8 +13,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 use stampede_core::provider;
 use stampede_core::{
-    Container as _, ContainerOptions, GetError, InputConnection, Item, Named, OutputConnection,
-    PutError, PutOptions, StmError, Wait, ZoneId,
+    ContainerOptions, GetError, InputConnection, Item, Named, OutputConnection, PutError,
+    PutOptions, StmError, Wait, ZoneId,
 };
 use zenoh::query::Query;
 use zenoh::Wait as _;
@@ -40,23 +40,6 @@ pub(crate) struct Surrogate {
     task: stampede_core::Task,
     /// Connections by id, with the id of their container.
     conns: Mutex<HashMap<u64, (u64, Arc<Conn>)>>,
-}
-
-/// The address spaces with an input connection to channel `container` here: the readers
-/// its new items are pushed to.
-pub(crate) fn readers(sh: &Shared, container: u64) -> Vec<String> {
-    let mut v: Vec<String> = lock(&sh.surrogates)
-        .iter()
-        .filter(|(_, s)| {
-            lock(&s.conns)
-                .values()
-                .any(|(c, conn)| *c == container && matches!(**conn, Conn::ChIn(_)))
-        })
-        .map(|(k, _)| k.0.clone())
-        .collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// Threads for operations that wait: they never run on Zenoh's own threads.
@@ -200,6 +183,10 @@ fn attach(
         }
     };
     let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
+    if matches!(c, Conn::ChIn(_)) {
+        // From here on its items go to the reader's space too (see `feed`).
+        sh.feeds.reader_attached(container, &t.space);
+    }
     lock(&s.conns).insert(id, (container, Arc::new(c)));
     drop(proxies);
     sh.hold_before_ack(zone);
@@ -220,7 +207,7 @@ fn connect(
     Ok(match (owned, input) {
         (Named::Channel(c), true) => {
             // Hooked first, so every item put once the connection exists is pushed.
-            sh.push_arrivals(container, &c);
+            sh.feeds.hook(sh, container, &c);
             Conn::ChIn(t.attach_input(&c).map_err(e)?)
         }
         (Named::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
@@ -250,23 +237,29 @@ fn detach(sh: &Shared, t: &TaskRef, id: u64) {
     drop(conns);
     let proxy = if last { proxies.remove(&key) } else { None };
     drop(proxies);
+    if let Some((container, c)) = &gone {
+        if matches!(**c, Conn::ChIn(_)) {
+            sh.feeds.reader_detached(*container, &t.space);
+        }
+    }
     // Detaching runs the core's release (and garbage handlers) outside the map's lock.
     drop(gone);
     drop(proxy);
 }
 
-fn conn(sh: &Shared, t: &TaskRef, id: u64) -> Result<(Arc<Surrogate>, Arc<Conn>), Reply> {
+/// The proxy of `t`, its connection `id` and that connection's container.
+fn conn(sh: &Shared, t: &TaskRef, id: u64) -> Result<(Arc<Surrogate>, Arc<Conn>, u64), Reply> {
     let s = surrogate(sh, t)?;
     let c = lock(&s.conns)
         .get(&id)
-        .map(|c| c.1.clone())
+        .map(|c| (c.1.clone(), c.0))
         .ok_or_else(|| {
             Reply::error(
                 ErrorCode::UnknownConnection,
                 format!("no connection {id} here (detached, or the session expired)"),
             )
         })?;
-    Ok((s, c))
+    Ok((s, c.0, c.1))
 }
 
 /// Runs a request, waiting at most `wait`.
@@ -304,7 +297,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             wait: _,
             cached,
         } => {
-            let (_, c) = conn(sh, task, *id)?;
+            let (_, c, container) = conn(sh, task, *id)?;
             let floor = sh.rt.gc_stats(ZoneId(task.zone)).floor;
             let item = |ts, it: &Item| (!cached.contains(&ts)).then(|| wire_item(it));
             match &*c {
@@ -313,11 +306,11 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     // arrived after the connection attached and the pusher is sending it to
                     // the reader too: reply without the data rather than move it twice. The
                     // reader waits for the push and fetches the item if it was skipped.
-                    let pushed = lock(&sh.pushes.channels).contains(&i.container().id().0);
+                    let pushed = sh.feeds.is_pushed(container);
                     i.get_with(*sel, wait)
                         .map(|(ts, it)| Reply::Item {
                             ts,
-                            seq: 0,
+                            seq: sh.feeds.arrivals(container),
                             floor,
                             item: if pushed { None } else { item(ts, &it) },
                         })
@@ -327,7 +320,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                     .get_with(*sel, wait)
                     .map(|(ts, it)| Reply::Item {
                         ts,
-                        seq: 0,
+                        seq: sh.feeds.arrivals(container),
                         floor,
                         item: item(ts, &it),
                     })
@@ -362,7 +355,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             ts,
             until,
         } => {
-            let (_, c) = conn(sh, task, *id)?;
+            let (_, c, _) = conn(sh, task, *id)?;
             let r = match (&*c, until) {
                 (Conn::ChIn(i), false) => i.consume(*ts),
                 (Conn::ChIn(i), true) => i.consume_until(*ts),
@@ -420,16 +413,47 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             conn: id,
             after,
         } => {
-            let (_, c) = conn(sh, task, *id)?;
+            let (_, c, container) = conn(sh, task, *id)?;
             let Conn::ChIn(i) = &*c else {
                 return Err(Reply::error(
                     ErrorCode::Stm(Code::InvalidArgument),
                     "visible items are a channel input connection's",
                 ));
             };
+            // Read first: every arrival up to it is in the timestamps that follow.
+            let seq = sh.feeds.arrivals(container);
             let (timestamps, closed) =
                 provider::visible_after(i, *after).map_err(|e| stm_error(&e))?;
-            Ok(Reply::Visible { closed, timestamps })
+            Ok(Reply::Visible {
+                closed,
+                seq,
+                timestamps,
+            })
+        }
+        Request::Seen {
+            task,
+            conn: id,
+            sel,
+            ts,
+        } => {
+            let (_, c, _) = conn(sh, task, *id)?;
+            let Conn::ChIn(i) = &*c else {
+                return Err(Reply::error(
+                    ErrorCode::Stm(Code::InvalidArgument),
+                    "not a channel input connection",
+                ));
+            };
+            provider::replay_get(i, *sel, *ts).map_err(|e| {
+                // The reader answered from a view the owner does not share: a defect.
+                sh.counters.seen_refused.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    space = task.space,
+                    ts,
+                    "a get answered by a reader was refused: {e}"
+                );
+                get_error(&e)
+            })?;
+            Ok(Reply::Ok)
         }
     }
 }
@@ -446,7 +470,7 @@ pub(crate) fn store(
     item: &WireItem,
     wait: Wait,
 ) -> Result<Reply, Reply> {
-    let (s, c) = conn(sh, task, id)?;
+    let (s, c, container) = conn(sh, task, id)?;
     provider::mirror_visibility(&s.task, vis).map_err(|e| stm_error(&e))?;
     let it = Item::from_wire(item.tag, item.data.clone());
     let mut opts = PutOptions::default().wait(wait);
@@ -454,7 +478,10 @@ pub(crate) fn store(
         opts = opts.consumers(consumers);
     }
     let seq = match &*c {
-        Conn::ChOut(o) => o.put_with(ts, it, opts).map(|()| 0),
+        // The arrival number once stored: the putter's space reads its views from there on.
+        Conn::ChOut(o) => o
+            .put_with(ts, it, opts)
+            .map(|()| sh.feeds.arrivals(container)),
         Conn::QOut(o) => o.put_with(ts, it, wait),
         Conn::ROut(o) => {
             // Registers are outside collection: no hold moves.
@@ -554,6 +581,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         | Request::Put { task, .. }
         | Request::Get { task, .. }
         | Request::Consume { task, .. }
+        | Request::Seen { task, .. }
         | Request::Visible { task, .. } => Some(&task.space),
         Request::Subscribe { space, .. } | Request::Unsubscribe { space, .. } => Some(space),
         _ => None,

@@ -16,11 +16,13 @@ use zenoh::{Session, Wait as _};
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
 use crate::events::Events;
+use crate::feed::Feeds;
 use crate::intake::Intake;
 use crate::marks::{Book, Effect};
 use crate::pipe::Pipe;
 use crate::remote;
 use crate::server;
+use crate::view::{Arrival, Views};
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
 
@@ -33,9 +35,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct Cache {
     pub(crate) items: HashMap<(String, u64), BTreeMap<Timestamp, Item>>,
 }
-
-/// New items waiting to be pushed to readers; more are skipped (and counted).
-const PUSH_BACKLOG: usize = 1024;
 
 /// At most this many items per remote channel stay cached.
 pub(crate) const CACHE_PER_CHANNEL: usize = 32;
@@ -91,12 +90,6 @@ pub(crate) struct Cached {
     pub(crate) filled: Condvar,
 }
 
-/// Channels whose new items are pushed to remote readers, and the pusher's inbox.
-pub(crate) struct Pushes {
-    pub(crate) channels: Mutex<HashSet<u64>>,
-    tx: Sender<(u64, Timestamp)>,
-}
-
 pub(crate) struct Shared {
     pub(crate) app: String,
     pub(crate) id: String,
@@ -115,7 +108,12 @@ pub(crate) struct Shared {
     /// Held while a marks message is sent, so messages leave in version order.
     sending: Mutex<()>,
     pub(crate) cache: Cached,
-    pub(crate) pushes: Pushes,
+    /// Owned channels whose items are pushed to the spaces reading them.
+    pub(crate) feeds: Feeds,
+    /// Views of other spaces' channels, one per input connection here.
+    pub(crate) views: Views,
+    /// Pushes received, for [`Config::push_loss`].
+    pushes_seen: AtomicU64,
     pub(crate) pool: server::Pool,
     /// Output connections to remote channels with puts in flight, by (owner, connection).
     pub(crate) pipes: Mutex<HashMap<(String, u64), Weak<Pipe>>>,
@@ -150,6 +148,9 @@ pub(crate) struct Counters {
     pub(crate) events_lost: AtomicU64,
     pub(crate) puts_sent: AtomicU64,
     pub(crate) puts_refused: AtomicU64,
+    pub(crate) view_hits: AtomicU64,
+    pub(crate) view_snapshots: AtomicU64,
+    pub(crate) seen_refused: AtomicU64,
 }
 
 /// A snapshot of an address space's counters.
@@ -190,6 +191,15 @@ pub struct SpaceStats {
     /// Of those, puts their owner refused (or that were in flight when it left): each is
     /// reported by its connection's next put or flush.
     pub puts_refused: u64,
+    /// Gets on other spaces' channels answered here, from the items their owners pushed,
+    /// without a round trip.
+    pub view_hits: u64,
+    /// Snapshots of remote channels taken to start or rebuild a connection's view (one per
+    /// input connection, and one after each push lost on the way).
+    pub view_snapshots: u64,
+    /// Gets a reader answered from its view that this space, as their owner, found no
+    /// longer valid (logged; none is expected).
+    pub seen_refused: u64,
 }
 
 impl Shared {
@@ -225,6 +235,8 @@ impl Shared {
             p.owner_left(self);
         }
         self.events.space_left(space);
+        self.feeds.space_left(space);
+        self.views.space_left(space);
         self.with_book(|b| b.left(space));
         lock(&self.cache.items).items.retain(|k, _| k.0 != space);
     }
@@ -315,67 +327,6 @@ impl Shared {
         lock(&self.owned).get(&id).map(|o| o.0.clone())
     }
 
-    /// Pushes the new items of owned channel `container` to the spaces reading it, from
-    /// now on. Readers cache them, so their gets move only a small reply.
-    pub(crate) fn push_arrivals(&self, container: u64, ch: &stampede_core::Channel) {
-        if !lock(&self.pushes.channels).insert(container) {
-            return;
-        }
-        let tx = self.pushes.tx.clone();
-        let skipped = self.counters.push_skipped.clone();
-        let hooked = ch.on_arrival(move |ts| {
-            // The putting thread never waits for the network.
-            if tx.try_send((container, ts)).is_err() {
-                skipped.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        if let Err(e) = hooked {
-            // Owned channels live here, so this does not happen; readers then fetch items.
-            lock(&self.pushes.channels).remove(&container);
-            tracing::warn!(container, "items of this channel are not pushed: {e}");
-        }
-    }
-
-    /// Sends each new item to the current readers of its channel.
-    fn push(&self, container: u64, ts: Timestamp) {
-        let readers = server::readers(self, container);
-        if readers.is_empty() {
-            return;
-        }
-        let Some(Named::Channel(ch)) = self.owned(container) else {
-            return;
-        };
-        let Some(item) = ch.peek(ts) else { return };
-        let msg = wire::encode_push(&wire::Push {
-            container,
-            ts,
-            item: wire::WireItem {
-                tag: item.tag(),
-                data: item.wire().clone(),
-            },
-        });
-        for r in readers {
-            if self.is_dead(&r) {
-                continue;
-            }
-            let key = format!("{}/{}", self.key("push", &r), self.id);
-            let payload = zbytes::from_encoded(msg.clone());
-            // Blocking here only delays later pushes: puts never wait for this thread, and
-            // what it cannot take is skipped and counted.
-            let put = self
-                .session
-                .put(key, payload)
-                .congestion_control(zenoh::qos::CongestionControl::Block);
-            match put.wait() {
-                Ok(()) => self.counters.pushed.fetch_add(1, Ordering::Relaxed),
-                Err(e) => {
-                    tracing::debug!(reader = r, "push not sent: {e}");
-                    self.counters.push_skipped.fetch_add(1, Ordering::Relaxed)
-                }
-            };
-        }
-    }
-
     fn acked(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
         match wire::decode_ack(zbytes::to_bytes(payload)) {
             Ok(ack) => {
@@ -384,6 +335,7 @@ impl Shared {
                     .and_then(Weak::upgrade);
                 if let Some(p) = pipe {
                     p.acked(self, &ack);
+                    self.views.reached(owner, p.container(), ack.arrival);
                 }
             }
             Err(e) => {
@@ -393,14 +345,46 @@ impl Shared {
         }
     }
 
+    /// Whether this space has puts into `owner`'s channel `container` unanswered.
+    pub(crate) fn puts_in_flight(&self, owner: &str, container: u64) -> bool {
+        lock(&self.pipes)
+            .iter()
+            .filter(|(k, _)| k.0 == owner)
+            .filter_map(|(_, p)| p.upgrade())
+            .any(|p| p.feeds(container) && p.in_flight())
+    }
+
+    /// Whether fault injection drops this push ([`Config::push_loss`]).
+    fn drop_push(&self) -> bool {
+        let n = self.pushes_seen.fetch_add(1, Ordering::Relaxed) + 1;
+        self.cfg.push_loss > 0 && n % u64::from(self.cfg.push_loss) == 0
+    }
+
     fn pushed_here(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
         if self.is_dead(owner) {
             return;
         }
         match wire::decode_push(zbytes::to_parts(payload)) {
             Ok(p) => {
-                let item = Item::from_wire(p.item.tag, p.item.data);
-                lock(&self.cache.items).insert((owner.to_owned(), p.container), p.ts, item);
+                if self.drop_push() {
+                    return;
+                }
+                let present = p.item.is_some();
+                // Under the cache's lock, which gets waiting for a push hold while they look:
+                // the bytes are in the cache before a view can select the item.
+                let mut cache = lock(&self.cache.items);
+                if let Some(wi) = p.item {
+                    let item = Item::from_wire(wi.tag, wi.data);
+                    cache.insert((owner.to_owned(), p.container), p.ts, item);
+                }
+                let a = Arrival {
+                    seq: p.seq,
+                    ts: p.ts,
+                    counted: p.counted,
+                    present,
+                };
+                self.views.arrived(owner, p.container, a);
+                drop(cache);
                 self.cache.filled.notify_all();
                 self.counters.push_received.fetch_add(1, Ordering::Relaxed);
             }
@@ -544,7 +528,7 @@ impl Space {
             rt = rt.spin_rounds(n);
         }
         let rt = rt.build();
-        let (push_tx, push_rx) = crossbeam_channel::bounded(PUSH_BACKLOG);
+        let (feeds, push_rx) = Feeds::new();
         let (events, queues) = Events::new();
         let sh = Arc::new(Shared {
             app: app.to_owned(),
@@ -563,10 +547,9 @@ impl Space {
             passes: Mutex::default(),
             sending: Mutex::default(),
             cache: Cached::default(),
-            pushes: Pushes {
-                channels: Mutex::default(),
-                tx: push_tx,
-            },
+            feeds,
+            views: Views::default(),
+            pushes_seen: AtomicU64::new(0),
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             events,
@@ -613,7 +596,7 @@ impl Space {
         Ok(())
     }
 
-    fn start(&self, push_rx: Receiver<(u64, Timestamp)>) -> Result<(), NetError> {
+    fn start(&self, push_rx: Receiver<(u64, Timestamp, u64)>) -> Result<(), NetError> {
         let sh = &self.sh;
         let z = |e: zenoh::Error| NetError::Connect(zenoh_text(&e));
         // Membership: who is alive, who left.
@@ -722,15 +705,7 @@ impl Space {
         let weak = Arc::downgrade(sh);
         std::thread::Builder::new()
             .name("stampede-push".into())
-            .spawn(move || loop {
-                let next = push_rx.recv_timeout(Duration::from_secs(1));
-                let Some(sh) = weak.upgrade() else { return };
-                match next {
-                    Ok((container, ts)) => sh.push(container, ts),
-                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
-                }
-            })
+            .spawn(move || crate::feed::run(weak, push_rx))
             .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
         // Report local marks as passes change them.
         let (tx, rx): (Sender<()>, Receiver<()>) = crossbeam_channel::bounded(1);
@@ -867,6 +842,9 @@ impl Space {
             events_lost: l(&c.events_lost),
             puts_sent: l(&c.puts_sent),
             puts_refused: l(&c.puts_refused),
+            view_hits: l(&c.view_hits),
+            view_snapshots: l(&c.view_snapshots),
+            seen_refused: l(&c.seen_refused),
         }
     }
 

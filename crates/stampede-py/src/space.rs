@@ -149,6 +149,12 @@ pub(crate) struct SpaceStats {
     puts_sent: u64,
     /// Of those, puts their owner refused (each raised by a later put or flush).
     puts_refused: u64,
+    /// Gets on other spaces' channels answered here from pushed items, with no round trip.
+    view_hits: u64,
+    /// Snapshots taken to start or rebuild a remote input connection's view.
+    view_snapshots: u64,
+    /// Gets readers answered from their views that this space, as owner, refused.
+    seen_refused: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -476,6 +482,9 @@ impl Space {
             events_lost: s.events_lost,
             puts_sent: s.puts_sent,
             puts_refused: s.puts_refused,
+            view_hits: s.view_hits,
+            view_snapshots: s.view_snapshots,
+            seen_refused: s.seen_refused,
         })
     }
 

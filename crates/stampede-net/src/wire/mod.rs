@@ -183,6 +183,18 @@ pub enum Request {
         /// Only timestamps above this one, if any.
         after: Option<Timestamp>,
     },
+    /// A get the requester answered itself from the items it was sent: the owner applies it
+    /// to the connection (its last get, the item open on it). Sent without waiting.
+    Seen {
+        /// The acting task.
+        task: TaskRef,
+        /// The input connection.
+        conn: u64,
+        /// The selector the get used.
+        sel: Selector,
+        /// The item it selected.
+        ts: Timestamp,
+    },
     /// Stop forwarding `event`s of `container` to `space`.
     Unsubscribe {
         /// The subscribing address space.
@@ -271,9 +283,10 @@ pub enum Reply {
         /// Its id at the owner.
         conn: u64,
     },
-    /// A put was stored; the queue ticket or register sequence number (0 for channels).
+    /// A put was stored; the queue ticket, the register sequence number, or the channel's
+    /// arrival number (see [`Push`]) once it was stored.
     Stored {
-        /// Ticket or sequence number.
+        /// Ticket, sequence number or arrival number.
         seq: u64,
         /// The version of the owner's marks message that covers the stored item (see
         /// [`Marks`]).
@@ -283,7 +296,8 @@ pub enum Reply {
     Item {
         /// Its timestamp.
         ts: Timestamp,
-        /// Queue ticket or register sequence number (0 for channels).
+        /// Queue ticket, register sequence number, or the channel's arrival number (see
+        /// [`Push`]) when the get was answered.
         seq: u64,
         /// The owner's floor: cached items below it can be dropped.
         floor: Timestamp,
@@ -307,6 +321,8 @@ pub enum Reply {
     Visible {
         /// The channel is closed.
         closed: bool,
+        /// The channel's arrival number (see [`Push`]) read before the timestamps were.
+        seq: u64,
         /// Visible timestamps, ascending.
         timestamps: Vec<Timestamp>,
     },
@@ -369,6 +385,7 @@ const REQ_CREATE: u8 = 9;
 const REQ_SUBSCRIBE: u8 = 10;
 const REQ_UNSUBSCRIBE: u8 = 11;
 const REQ_VISIBLE: u8 = 12;
+const REQ_SEEN: u8 = 13;
 const REP_OK: u8 = 64;
 const REP_ATTACHED: u8 = 65;
 const REP_STORED: u8 = 66;
@@ -586,6 +603,19 @@ pub fn encode_request(r: &Request) -> Encoded {
             }
             finish(w, None)
         }
+        Request::Seen {
+            task,
+            conn,
+            sel,
+            ts,
+        } => {
+            let mut w = Writer::new(REQ_SEEN, 0);
+            w.task(task);
+            w.u64(*conn);
+            w.selector(*sel);
+            w.i64(*ts);
+            finish(w, None)
+        }
         Request::Create {
             kind,
             name,
@@ -646,10 +676,15 @@ pub fn encode_reply(r: &Reply) -> Encoded {
             w.u64(*container);
             finish(w, None)
         }
-        Reply::Visible { closed, timestamps } => {
+        Reply::Visible {
+            closed,
+            seq,
+            timestamps,
+        } => {
             let n = timestamps.len().min(u32::MAX as usize);
             let mut w = Writer::new(REP_VISIBLE, n * 8);
             w.u8(u8::from(*closed));
+            w.u64(*seq);
             w.u32(n as u32);
             for &t in &timestamps[..n] {
                 w.i64(t);
@@ -894,6 +929,12 @@ pub fn decode_request(buf: impl Into<Encoded>) -> Result<Request, DecodeError> {
             conn: r.u64()?,
             after: if r.bool()? { Some(r.i64()?) } else { None },
         },
+        REQ_SEEN => Request::Seen {
+            task: r.task()?,
+            conn: r.u64()?,
+            sel: r.selector()?,
+            ts: r.i64()?,
+        },
         REQ_UNSUBSCRIBE => Request::Unsubscribe {
             space: r.str()?,
             container: r.u64()?,
@@ -920,13 +961,18 @@ pub fn decode_reply(buf: impl Into<Encoded>) -> Result<Reply, DecodeError> {
         },
         REP_VISIBLE => {
             let closed = r.bool()?;
+            let seq = r.u64()?;
             let n = r.u32()? as usize;
             // Sized by the bytes present, not by the count claimed.
             let mut timestamps = Vec::with_capacity(n.min((r.buf.len() - r.pos) / 8));
             for _ in 0..n {
                 timestamps.push(r.i64()?);
             }
-            Reply::Visible { closed, timestamps }
+            Reply::Visible {
+                closed,
+                seq,
+                timestamps,
+            }
         }
         REP_ITEM => {
             let ts = r.i64()?;
@@ -1098,23 +1144,34 @@ pub fn decode_marks(buf: impl Into<Encoded>) -> Result<Marks, DecodeError> {
 }
 
 /// An item an owner sends ahead to an address space with input connections to its channel.
+///
+/// The owner numbers the items stored in each channel from 1 in the order they arrived (the
+/// *arrival number*); every arrival is pushed, so a reader that has every number up to `n`
+/// knows every item stored up to then, and a gap says a push was lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Push {
     /// The channel's id at the owner.
     pub container: u64,
+    /// The item's arrival number.
+    pub seq: u64,
     /// The item's timestamp.
     pub ts: Timestamp,
-    /// The item.
-    pub item: WireItem,
+    /// The item carries a reference count: it may be reclaimed before the reader consumed
+    /// it, so the reader asks the owner before using it.
+    pub counted: bool,
+    /// The item; `None` when it was reclaimed before it could be sent.
+    pub item: Option<WireItem>,
 }
 
 /// Encodes a pushed item.
 pub fn encode_push(p: &Push) -> Encoded {
     let mut w = Writer::new(MSG_PUSH, 0);
     w.u64(p.container);
+    w.u64(p.seq);
     w.i64(p.ts);
-    w.item_header(&p.item);
-    finish(w, Some(&p.item))
+    w.u8(u8::from(p.counted));
+    w.opt_item_header(p.item.as_ref());
+    finish(w, p.item.as_ref())
 }
 
 /// Decodes a pushed item; its bytes are a slice of `buf`.
@@ -1125,8 +1182,10 @@ pub fn decode_push(buf: impl Into<Encoded>) -> Result<Push, DecodeError> {
     }
     let p = Push {
         container: r.u64()?,
+        seq: r.u64()?,
         ts: r.i64()?,
-        item: r.item()?,
+        counted: r.bool()?,
+        item: r.opt_item()?,
     };
     r.end(p)
 }
@@ -1248,6 +1307,9 @@ pub struct Ack {
     pub seq: u64,
     /// The owner's marks version that holds the item (0 when refused).
     pub marks: u64,
+    /// The channel's arrival number (see [`Push`]) once the item was stored (0 when
+    /// refused).
+    pub arrival: u64,
     /// Why it was refused.
     pub failure: Option<(ErrorCode, i64, i64, String)>,
 }
@@ -1259,6 +1321,7 @@ pub fn encode_ack(m: &Ack) -> Vec<u8> {
     w.u64(m.conn);
     w.u64(m.seq);
     w.u64(m.marks);
+    w.u64(m.arrival);
     w.u8(u8::from(m.failure.is_some()));
     if let Some((code, a, b, text)) = &m.failure {
         w.u8(code.to_u8());
@@ -1278,6 +1341,7 @@ pub fn decode_ack(buf: impl Into<Encoded>) -> Result<Ack, DecodeError> {
     let conn = r.u64()?;
     let seq = r.u64()?;
     let marks = r.u64()?;
+    let arrival = r.u64()?;
     let failure = if r.bool()? {
         Some((ErrorCode::from_u8(r.u8()?)?, r.i64()?, r.i64()?, r.str()?))
     } else {
@@ -1287,6 +1351,7 @@ pub fn decode_ack(buf: impl Into<Encoded>) -> Result<Ack, DecodeError> {
         conn,
         seq,
         marks,
+        arrival,
         failure,
     })
 }

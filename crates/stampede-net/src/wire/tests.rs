@@ -97,7 +97,7 @@ impl Family {
     /// The message codes this family's decoder knows (docs/wire-format.md).
     fn codes(self) -> &'static [u8] {
         match self {
-            Family::Request => &[1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            Family::Request => &[1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
             Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71, 72],
             Family::Marks => &[100],
             Family::Push => &[101],
@@ -289,6 +289,14 @@ fn request() -> BoxedStrategy<Request> {
         any::<u32>().prop_map(|zone| Request::Explain { zone }),
         (task(), any::<u64>(), proptest::option::of(any::<i64>()))
             .prop_map(|(task, conn, after)| Request::Visible { task, conn, after }),
+        (task(), any::<u64>(), selector(), any::<i64>()).prop_map(|(task, conn, sel, ts)| {
+            Request::Seen {
+                task,
+                conn,
+                sel,
+                ts,
+            }
+        }),
         (kind(), text(), any::<u32>(), any::<u64>(), text()).prop_map(
             |(kind, name, zone, capacity, meta)| Request::Create {
                 kind,
@@ -323,8 +331,13 @@ fn reply() -> BoxedStrategy<Reply> {
         any::<u64>().prop_map(|conn| Reply::Attached { conn }),
         (any::<u64>(), any::<u64>()).prop_map(|(seq, marks)| Reply::Stored { seq, marks }),
         any::<u64>().prop_map(|container| Reply::Created { container }),
-        (any::<bool>(), vec(any::<i64>(), 0..100))
-            .prop_map(|(closed, timestamps)| Reply::Visible { closed, timestamps }),
+        (any::<bool>(), any::<u64>(), vec(any::<i64>(), 0..100)).prop_map(
+            |(closed, seq, timestamps)| Reply::Visible {
+                closed,
+                seq,
+                timestamps
+            }
+        ),
         (
             any::<i64>(),
             any::<u64>(),
@@ -384,14 +397,20 @@ fn send() -> impl Strategy<Value = Send> {
 fn ack() -> impl Strategy<Value = Ack> {
     let failure =
         proptest::option::of((select(error_codes()), any::<i64>(), any::<i64>(), ".{0,40}"));
-    (any::<u64>(), any::<u64>(), any::<u64>(), failure).prop_map(|(conn, seq, marks, failure)| {
-        Ack {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        failure,
+    )
+        .prop_map(|(conn, seq, marks, arrival, failure)| Ack {
             conn,
             seq,
             marks,
+            arrival,
             failure,
-        }
-    })
+        })
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -458,11 +477,20 @@ fn marks() -> impl Strategy<Value = Marks> {
 }
 
 fn push() -> impl Strategy<Value = Push> {
-    (any::<u64>(), any::<i64>(), item()).prop_map(|(container, ts, item)| Push {
-        container,
-        ts,
-        item,
-    })
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<i64>(),
+        any::<bool>(),
+        proptest::option::of(item()),
+    )
+        .prop_map(|(container, seq, ts, counted, item)| Push {
+            container,
+            seq,
+            ts,
+            counted,
+            item,
+        })
 }
 
 fn message() -> BoxedStrategy<Message> {
@@ -577,7 +605,7 @@ proptest! {
     #[test]
     fn pushes_round_trip(p in push()) {
         let enc = encode_push(&p);
-        prop_assert_eq!(&enc.tail, &Some(p.item.data.clone()));
+        prop_assert_eq!(&enc.tail, &p.item.as_ref().map(|i| i.data.clone()));
         prop_assert_eq!(decode_push(enc.to_vec()), Ok(p));
     }
 
@@ -760,8 +788,10 @@ fn message_codes_match_the_documented_table() {
         (
             Message::Push(Push {
                 container: 1,
+                seq: 1,
                 ts: 0,
-                item: small_item(),
+                counted: false,
+                item: Some(small_item()),
             }),
             101,
         ),
@@ -796,6 +826,7 @@ fn message_codes_match_the_documented_table() {
                 conn: 1,
                 seq: 1,
                 marks: 1,
+                arrival: 1,
                 failure: None,
             }),
             105,
@@ -957,18 +988,21 @@ fn item_bytes_are_sent_and_received_without_a_copy() {
     let data = Bytes::from(vec![7u8; 1000]);
     let push = Push {
         container: 1,
+        seq: 1,
         ts: 2,
-        item: WireItem {
+        counted: false,
+        item: Some(WireItem {
             tag: TypeTag(3),
             data: data.clone(),
-        },
+        }),
     };
     let enc = encode_push(&push);
     assert_eq!(enc.tail.as_ref().map(|t| t.as_ptr()), Some(data.as_ptr()));
 
     let buf = Bytes::from(enc.to_vec());
     let got = decode_push(buf.clone()).unwrap();
-    assert_eq!(got.item.data.as_ptr(), buf[enc.head.len()..].as_ptr());
+    let got = got.item.expect("an item");
+    assert_eq!(got.data.as_ptr(), buf[enc.head.len()..].as_ptr());
 }
 
 // What the encoder cuts: values a peer cannot receive whole.
@@ -1131,8 +1165,10 @@ fn lengths_beyond_the_message_are_truncated_without_allocating() {
         }),
         Message::Push(Push {
             container: 0,
+            seq: 0,
             ts: 0,
-            item: empty_item,
+            counted: false,
+            item: Some(empty_item),
         }),
     ];
     // The item length is the last field before the item's bytes.
