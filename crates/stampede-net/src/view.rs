@@ -35,6 +35,16 @@ pub(crate) const GAP_PATIENCE: Duration = Duration::from_millis(20);
 struct Known {
     /// The owner must be asked before this item is used.
     ask: bool,
+    /// Its push was applied: none is still to come.
+    pushed: bool,
+}
+
+impl Known {
+    /// Known from a snapshot or an owner's answer: its push may still come.
+    const UNPUSHED: Known = Known {
+        ask: true,
+        pushed: false,
+    };
 }
 
 /// One pushed arrival.
@@ -75,8 +85,8 @@ pub(crate) struct View {
     /// timestamp.
     items: BTreeMap<Timestamp, Known>,
     /// The connection's state, as the owner's core keeps it. Every timestamp below
-    /// `consumed_below` is consumed; `absent` holds those consumed above it before their
-    /// item arrived (an item consumed once here is simply forgotten: a channel never
+    /// `consumed_below` is consumed; `absent` holds those consumed above it whose push may
+    /// still come (an item consumed after its push is simply forgotten: a channel never
     /// stores a timestamp twice).
     consumed_below: Timestamp,
     absent: BTreeSet<Timestamp>,
@@ -104,12 +114,18 @@ impl View {
         // Pushes the snapshot covers still say whether their items are counted.
         let later = self.ahead.split_off(&(seq + 1));
         for a in std::mem::replace(&mut self.ahead, later).into_values() {
-            told.insert(a.ts, Known { ask: a.counted });
+            told.insert(
+                a.ts,
+                Known {
+                    ask: a.counted,
+                    pushed: true,
+                },
+            );
         }
         self.items = visible
             .iter()
             .filter(|&&ts| ts >= self.consumed_below && !self.absent.contains(&ts))
-            .map(|&ts| (ts, told.get(&ts).copied().unwrap_or(Known { ask: true })))
+            .map(|&ts| (ts, told.get(&ts).copied().unwrap_or(Known::UNPUSHED)))
             .collect();
         self.complete = Some(seq);
         self.gap_since = None;
@@ -141,7 +157,11 @@ impl View {
         // An item consumed on this connection before it arrived starts consumed.
         let consumed = a.ts < self.consumed_below || self.absent.remove(&a.ts);
         if a.present && !consumed {
-            self.items.insert(a.ts, Known { ask: a.counted });
+            let k = Known {
+                ask: a.counted,
+                pushed: true,
+            };
+            self.items.insert(a.ts, k);
         } else {
             self.items.remove(&a.ts);
         }
@@ -194,7 +214,7 @@ impl View {
             },
         };
         match found {
-            Some((ts, Known { ask: false })) => Answer::Here(ts),
+            Some((ts, Known { ask: false, .. })) => Answer::Here(ts),
             Some(_) => Answer::Ask,
             // An `Exact` item consumed here, or below the owner's floor, is gone at once.
             None if matches!(sel, Selector::Exact(_)) => Answer::Ask,
@@ -206,12 +226,18 @@ impl View {
     pub(crate) fn got(&mut self, ts: Timestamp) {
         self.last_get = Some(ts);
         self.open.insert(ts);
+        // The owner may answer with an item whose push has not come yet (its number can
+        // even exceed the one the answer carried): known from now on, asked for until the
+        // push says more, so no later get here reads a state without it.
+        if ts >= self.consumed_below && !self.absent.contains(&ts) {
+            self.items.entry(ts).or_insert(Known::UNPUSHED);
+        }
     }
 
     /// `consume(ts)` on the connection.
     pub(crate) fn consume(&mut self, ts: Timestamp) {
         self.open.remove(&ts);
-        if ts >= self.consumed_below && self.items.remove(&ts).is_none() {
+        if ts >= self.consumed_below && !self.items.remove(&ts).is_some_and(|k| k.pushed) {
             self.absent.insert(ts);
         }
     }
