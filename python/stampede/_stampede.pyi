@@ -495,6 +495,8 @@ class SpaceStats:
     view_hits: int
     view_snapshots: int
     seen_refused: int
+    sent_as_received: int
+    sent_fresh: int
 
 @final
 class SpaceWatermark:

@@ -86,20 +86,28 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchErro
 
     let ping = Item::from(Bytes::from(stream::payload(size)));
     let mut one_way_us = Vec::with_capacity(round_trips);
+    // Where the parent's time goes: the put's call, the wait for the pong, the consume.
+    let mut stages: [Vec<f64>; 3] = Default::default();
     let mut resident = 0;
     for ts in 0..total as Timestamp {
         let start = Instant::now();
         side.output
             .put(ts, ping.clone())
             .map_err(BenchError::stampede("putting a ping"))?;
+        let put = start.elapsed();
         side.next(ts, size, "getting a pong")?;
+        let got = start.elapsed();
         side.done_with(ts)?;
         let round_trip = start.elapsed();
         if ts >= warmup as Timestamp {
             one_way_us.push(round_trip.as_secs_f64() * 1e6 / 2.0);
+            for (v, d) in stages.iter_mut().zip([put, got - put, round_trip - got]) {
+                v.push(d.as_secs_f64() * 1e6);
+            }
         }
         resident = resident.max(side.resident());
     }
+    let [put_us, wait_us, consume_us] = stages.map(|v| crate::stats::median(&v));
     let child_resident = parse_count(&child.expect("RESIDENT", IO_TIMEOUT)?)? as usize;
     check_resident(PARENT_CHANNEL, resident, || {
         space.runtime().explain(ZoneId::DEFAULT).to_string()
@@ -111,7 +119,9 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchErro
     Ok(RoundTrips {
         one_way_us,
         note: Some(format!(
-            "at most {resident} + {child_resident} items held by the two channels"
+            "at most {resident} + {child_resident} items held by the two channels; \
+             round trip: put returns {put_us:.1} us, pong after {wait_us:.1} us, \
+             consume and advance {consume_us:.1} us (medians)"
         )),
     })
 }

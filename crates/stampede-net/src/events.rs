@@ -109,7 +109,7 @@ impl Events {
             .declare_subscriber(sh.key("event", &sh.id))
             .callback(move |s| {
                 let Some(sh) = weak.upgrade() else { return };
-                match wire::decode_event(zbytes::to_parts(s.payload())) {
+                match wire::decode_event(zbytes::to_parts(s.payload(), s.attachment())) {
                     Ok(e) => {
                         if sh.events.inbox.try_send(e).is_err() {
                             sh.counters.events_dropped.fetch_add(1, Ordering::Relaxed);
@@ -332,9 +332,11 @@ fn send(sh: &Shared, e: Outgoing, seq: u64) {
         }),
     });
     for space in spaces {
+        let f = zbytes::frame(msg.clone());
         let sent = sh
             .session
-            .put(sh.key("event", &space), zbytes::from_encoded(msg.clone()))
+            .put(sh.key("event", &space), f.payload)
+            .attachment(f.attachment)
             .wait();
         match sent {
             Ok(()) => sh.counters.events_sent.fetch_add(1, Ordering::Relaxed),

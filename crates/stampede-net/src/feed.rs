@@ -171,11 +171,12 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
             continue;
         }
         let key = format!("{}/{}", sh.key("push", &r), sh.id);
-        let payload = zbytes::from_encoded(msg.clone());
+        let f = zbytes::frame(msg.clone());
         // Blocking here only delays later pushes: puts never wait for this thread.
         let put = sh
             .session
-            .put(key, payload)
+            .put(key, f.payload)
+            .attachment(f.attachment)
             .congestion_control(zenoh::qos::CongestionControl::Block);
         match put.wait() {
             Ok(()) => sh.counters.pushed.fetch_add(1, Ordering::Relaxed),

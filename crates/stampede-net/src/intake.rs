@@ -49,8 +49,8 @@ fn acks_to(sh: &Shared, space: &str) -> Result<Arc<zenoh::pubsub::Publisher<'sta
 }
 
 /// A put another space sent.
-pub(crate) fn serve(sh: &Arc<Shared>, payload: &zenoh::bytes::ZBytes) {
-    let m = match wire::decode_send(zbytes::to_parts(payload)) {
+pub(crate) fn serve(sh: &Arc<Shared>, s: &zenoh::sample::Sample) {
+    let m = match wire::decode_send(zbytes::to_parts(s.payload(), s.attachment())) {
         Ok(m) => m,
         Err(e) => {
             sh.counters.malformed.fetch_add(1, Ordering::Relaxed);

@@ -187,7 +187,12 @@ impl Pipe {
         }
         let sending = lock(&self.sending);
         drop(st);
-        let sent = self.publisher.put(zbytes::from_encoded(msg)).wait();
+        let f = zbytes::frame(msg);
+        let sent = self
+            .publisher
+            .put(f.payload)
+            .attachment(f.attachment)
+            .wait();
         drop(sending);
         if let Err(e) = sent {
             tracing::warn!(owner = self.owner, "put not sent: {e}");

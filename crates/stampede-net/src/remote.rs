@@ -47,11 +47,12 @@ pub(crate) fn call_within(
     if sh.is_dead(owner) {
         return fail(format!("address space {owner} has left"));
     }
-    let payload = zbytes::from_encoded(wire::encode_request(req));
+    let f = zbytes::frame(wire::encode_request(req));
     let replies = match sh
         .session
         .get(sh.key("op", owner))
-        .payload(payload)
+        .payload(f.payload)
+        .attachment(f.attachment)
         .timeout(limit)
         .consolidation(zenoh::query::ConsolidationMode::None)
         .wait()
@@ -64,10 +65,12 @@ pub(crate) fn call_within(
         match replies.recv_timeout(Duration::from_millis(50)) {
             Ok(Some(r)) => {
                 return match r.result() {
-                    Ok(s) => match wire::decode_reply(zbytes::to_parts(s.payload())) {
-                        Ok(r) => Ok(r),
-                        Err(e) => fail(format!("malformed reply from {owner}: {e}")),
-                    },
+                    Ok(s) => {
+                        match wire::decode_reply(zbytes::to_parts(s.payload(), s.attachment())) {
+                            Ok(r) => Ok(r),
+                            Err(e) => fail(format!("malformed reply from {owner}: {e}")),
+                        }
+                    }
                     Err(e) => fail(format!(
                         "error from {owner}: {}",
                         String::from_utf8_lossy(&e.payload().to_bytes())
@@ -99,11 +102,12 @@ pub(crate) fn send(sh: &Shared, owner: &str, req: &Request) {
     if sh.is_dead(owner) {
         return;
     }
-    let payload = zbytes::from_encoded(wire::encode_request(req));
+    let f = zbytes::frame(wire::encode_request(req));
     let _ = sh
         .session
         .get(sh.key("op", owner))
-        .payload(payload)
+        .payload(f.payload)
+        .attachment(f.attachment)
         .timeout(sh.cfg.op_timeout)
         .callback(|_| {})
         .wait();
@@ -584,16 +588,17 @@ impl RemoteLink {
         };
         let failed = sh.counters.consume_failed.clone();
         let owner = self.owner().to_owned();
-        let payload = zbytes::from_encoded(wire::encode_request(&req));
+        let f = zbytes::frame(wire::encode_request(&req));
         sh.session
             .get(sh.key("op", &owner))
-            .payload(payload)
+            .payload(f.payload)
+            .attachment(f.attachment)
             .timeout(sh.cfg.op_timeout)
             .consolidation(zenoh::query::ConsolidationMode::None)
             .callback(move |r| {
                 let ok = r.result().ok().is_some_and(|s| {
                     matches!(
-                        wire::decode_reply(zbytes::to_parts(s.payload())),
+                        wire::decode_reply(zbytes::to_parts(s.payload(), s.attachment())),
                         Ok(Reply::Ok)
                     )
                 });

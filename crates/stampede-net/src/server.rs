@@ -84,8 +84,12 @@ impl Pool {
 }
 
 fn reply(q: &Query, r: &Reply) {
-    let payload = zbytes::from_encoded(wire::encode_reply(r));
-    if let Err(e) = q.reply(q.key_expr().clone(), payload).wait() {
+    let f = zbytes::frame(wire::encode_reply(r));
+    let sent = q
+        .reply(q.key_expr().clone(), f.payload)
+        .attachment(f.attachment)
+        .wait();
+    if let Err(e) = sent {
         tracing::debug!("reply not sent: {e}");
     }
 }
@@ -567,7 +571,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         reply(&q, &Reply::error(ErrorCode::Malformed, "empty request"));
         return;
     };
-    let req = match wire::decode_request(zbytes::to_parts(payload)) {
+    let req = match wire::decode_request(zbytes::to_parts(payload, q.attachment())) {
         Ok(r) => r,
         Err(e) => {
             sh.counters.malformed.fetch_add(1, Ordering::Relaxed);

@@ -200,6 +200,12 @@ pub struct SpaceStats {
     /// Gets a reader answered from its view that this space, as their owner, found no
     /// longer valid (logged; none is expected).
     pub seen_refused: u64,
+    /// Large items this process sent on in the buffer they arrived in (in shared memory
+    /// between processes of one host, a descriptor and no copy); for the whole process.
+    pub sent_as_received: u64,
+    /// Large items this process handed to Zenoh afresh, which copies them into shared
+    /// memory or onto the link; for the whole process.
+    pub sent_fresh: u64,
 }
 
 impl Shared {
@@ -327,8 +333,8 @@ impl Shared {
         lock(&self.owned).get(&id).map(|o| o.0.clone())
     }
 
-    fn acked(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
-        match wire::decode_ack(zbytes::to_bytes(payload)) {
+    fn acked(&self, owner: &str, s: &zenoh::sample::Sample) {
+        match wire::decode_ack(zbytes::to_bytes(s.payload())) {
             Ok(ack) => {
                 let pipe = lock(&self.pipes)
                     .get(&(owner.to_owned(), ack.conn))
@@ -360,11 +366,11 @@ impl Shared {
         self.cfg.push_loss > 0 && n % u64::from(self.cfg.push_loss) == 0
     }
 
-    fn pushed_here(&self, owner: &str, payload: &zenoh::bytes::ZBytes) {
+    fn pushed_here(&self, owner: &str, s: &zenoh::sample::Sample) {
         if self.is_dead(owner) {
             return;
         }
-        match wire::decode_push(zbytes::to_parts(payload)) {
+        match wire::decode_push(zbytes::to_parts(s.payload(), s.attachment())) {
             Ok(p) => {
                 if self.drop_push() {
                     return;
@@ -576,7 +582,7 @@ impl Space {
     fn subscribe_owners(
         &self,
         what: &str,
-        handle: fn(&Shared, &str, &zenoh::bytes::ZBytes),
+        handle: fn(&Shared, &str, &zenoh::sample::Sample),
     ) -> Result<(), NetError> {
         let sh = &self.sh;
         let weak = Arc::downgrade(sh);
@@ -587,7 +593,7 @@ impl Space {
             .callback(move |s| {
                 let Some(sh) = weak.upgrade() else { return };
                 if let Some(owner) = s.key_expr().as_str().strip_prefix(&prefix) {
-                    handle(&sh, owner, s.payload());
+                    handle(&sh, owner, &s);
                 }
             })
             .wait()
@@ -693,7 +699,7 @@ impl Space {
             .declare_subscriber(sh.key("put", &sh.id))
             .callback(move |s| {
                 if let Some(sh) = weak.upgrade() {
-                    crate::intake::serve(&sh, s.payload());
+                    crate::intake::serve(&sh, &s);
                 }
             })
             .wait()
@@ -845,6 +851,8 @@ impl Space {
             view_hits: l(&c.view_hits),
             view_snapshots: l(&c.view_snapshots),
             seen_refused: l(&c.seen_refused),
+            sent_as_received: zbytes::copies().0,
+            sent_fresh: zbytes::copies().1,
         }
     }
 

@@ -203,7 +203,7 @@ impl View {
             return Answer::Ask;
         }
         let found = match sel {
-            Selector::Exact(t) if t == INFINITY => None,
+            Selector::Exact(t) if t == INFINITY => return Answer::Ask,
             Selector::Exact(t) => self.items.get(&t).map(|&k| (t, k)),
             Selector::Oldest => self.visible().next(),
             Selector::Newest => self.visible().next_back(),
@@ -216,9 +216,15 @@ impl View {
         match found {
             Some((ts, Known { ask: false, .. })) => Answer::Here(ts),
             Some(_) => Answer::Ask,
-            // An `Exact` item consumed here, or below the owner's floor, is gone at once.
-            None if matches!(sel, Selector::Exact(_)) => Answer::Ask,
-            None => Answer::Nothing,
+            // An `Exact` item consumed here is gone at once; one not stored yet may come
+            // (or be below the owner's floor: gone too, which only the owner knows, so a
+            // wait here is short).
+            None => match sel {
+                Selector::Exact(t) if t < self.consumed_below || self.absent.contains(&t) => {
+                    Answer::Ask
+                }
+                _ => Answer::Nothing,
+            },
         }
     }
 

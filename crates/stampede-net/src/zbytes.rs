@@ -1,70 +1,187 @@
 //! Moving message bytes between Zenoh and Stampede without copying large items.
 //!
-//! A message that carries an item goes out as two slices, its header and the item's bytes
-//! (see [`Encoded`]); Zenoh keeps them apart, placing a large item in shared memory between
-//! processes of one host. On receipt the item's slice becomes the stored item's bytes as it
-//! is: an item that crossed in shared memory is never copied.
+//! A message that carries a large item goes out with the item's bytes alone as the Zenoh
+//! payload and the header as the attachment (see [`Framed`]); smaller messages go as one
+//! payload. Between processes of one host Zenoh places a large payload in shared memory.
+//! On receipt the payload becomes the stored item's bytes as it is, and the buffer it came
+//! in is remembered: when that item is sent on (pushed to readers, returned by a get,
+//! echoed into another space's channel), Zenoh is handed the same buffer, which it forwards
+//! as a shared-memory descriptor. Counted in [`copies`]: what crossed without a copy.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
 use zenoh::bytes::ZBytes;
 
 use crate::wire::Encoded;
 
-/// Below this size a slice is copied: keeping the whole payload alive for it costs more.
+/// Below this size an item travels inside its message and is copied on receipt: keeping a
+/// whole payload alive for it costs more.
 const COPY_BELOW: usize = 4096;
 
-/// A received payload kept alive as the owner of one of its slices.
-struct Owner(ZBytes, usize);
+/// A message as Zenoh carries it.
+pub(crate) struct Framed {
+    /// The item's bytes, or the whole message.
+    pub(crate) payload: ZBytes,
+    /// The header, when the payload is the item's bytes.
+    pub(crate) attachment: Option<ZBytes>,
+}
 
-impl AsRef<[u8]> for Owner {
+/// Received payloads by the address of their bytes, for sending them on as they are.
+fn received() -> &'static Mutex<HashMap<usize, Weak<ZBytes>>> {
+    static RECEIVED: OnceLock<Mutex<HashMap<usize, Weak<ZBytes>>>> = OnceLock::new();
+    RECEIVED.get_or_init(Mutex::default)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Items sent on in the buffer they were received in, and items whose bytes Zenoh was
+/// handed afresh (it copies those into shared memory, or onto the link).
+static RESENT: AtomicU64 = AtomicU64::new(0);
+static FRESH: AtomicU64 = AtomicU64::new(0);
+
+/// (Items sent on in the buffer they arrived in, large items handed to Zenoh afresh), for
+/// this process.
+pub(crate) fn copies() -> (u64, u64) {
+    (
+        RESENT.load(Ordering::Relaxed),
+        FRESH.load(Ordering::Relaxed),
+    )
+}
+
+/// A received single-slice payload, kept alive as the owner of an item's bytes.
+struct Received(Arc<ZBytes>);
+
+impl AsRef<[u8]> for Received {
     fn as_ref(&self) -> &[u8] {
-        self.0.slices().nth(self.1).unwrap_or(&[])
+        self.0.slices().next().unwrap_or(&[])
     }
 }
 
-fn slice(z: &ZBytes, i: usize, s: &[u8]) -> Bytes {
-    if s.len() < COPY_BELOW {
-        Bytes::copy_from_slice(s)
-    } else {
-        Bytes::from_owner(Owner(z.clone(), i))
+impl Drop for Received {
+    fn drop(&mut self) {
+        let key = self.as_ref().as_ptr() as usize;
+        let mut m = lock(received());
+        if m.get(&key)
+            .is_some_and(|w| w.as_ptr() == Arc::as_ptr(&self.0))
+        {
+            m.remove(&key);
+        }
     }
 }
 
-/// The payload as one buffer: zero-copy when Zenoh delivered it in one piece, otherwise one
-/// copy. For messages without items.
-pub(crate) fn to_bytes(z: &ZBytes) -> Bytes {
+/// The item's bytes from a single-slice payload, without a copy when large.
+fn item_bytes(z: &ZBytes) -> Bytes {
     let mut slices = z.slices();
     match (slices.next(), slices.next()) {
-        (None, _) => Bytes::new(),
-        (Some(s), None) => slice(z, 0, s),
+        (Some(s), None) if s.len() >= COPY_BELOW => {
+            let z = Arc::new(z.clone());
+            lock(received()).insert(s.as_ptr() as usize, Arc::downgrade(&z));
+            Bytes::from_owner(Received(z))
+        }
+        (Some(s), None) => Bytes::copy_from_slice(s),
         _ => Bytes::from(z.to_bytes().into_owned()),
     }
 }
 
-/// The payload as a message's parts: a header and an item's bytes received apart, each
-/// zero-copy when large. Decoders take the parts as they are.
-pub(crate) fn to_parts(z: &ZBytes) -> Encoded {
+/// The payload as one buffer: zero-copy when Zenoh delivered it in one piece and it is
+/// large, otherwise one copy. For messages without items.
+pub(crate) fn to_bytes(z: &ZBytes) -> Bytes {
     let mut slices = z.slices();
-    match (slices.next(), slices.next(), slices.next()) {
-        (Some(head), Some(tail), None) => Encoded {
-            head: slice(z, 0, head),
-            tail: Some(slice(z, 1, tail)),
-        },
-        _ => to_bytes(z).into(),
+    match (slices.next(), slices.next()) {
+        (None, _) => Bytes::new(),
+        (Some(s), None) if s.len() < COPY_BELOW => Bytes::copy_from_slice(s),
+        (Some(_), None) => item_bytes(z),
+        _ => Bytes::from(z.to_bytes().into_owned()),
     }
 }
 
-/// An encoded message as a payload: the header and the item's bytes as two slices.
-pub(crate) fn from_encoded(e: Encoded) -> ZBytes {
-    match &e.tail {
-        None => ZBytes::from(e.head),
-        Some(t) if t.len() < COPY_BELOW => ZBytes::from(e.to_vec()),
-        Some(t) => {
-            let t = t.clone();
-            let mut w = ZBytes::writer();
-            w.append(ZBytes::from(e.head));
-            w.append(ZBytes::from(t));
-            w.finish()
+/// A received message's parts: with an attachment, the attachment is the header and the
+/// payload the item's bytes; without, the payload is the whole message.
+pub(crate) fn to_parts(payload: &ZBytes, attachment: Option<&ZBytes>) -> Encoded {
+    match attachment {
+        Some(head) => Encoded {
+            head: Bytes::from(head.to_bytes().into_owned()),
+            tail: Some(item_bytes(payload)),
+        },
+        None => to_bytes(payload).into(),
+    }
+}
+
+/// The ZBytes for an item's bytes: the buffer they arrived in, if they did.
+fn item_payload(t: &Bytes) -> ZBytes {
+    let found = lock(received())
+        .get(&(t.as_ptr() as usize))
+        .and_then(Weak::upgrade)
+        .filter(|z| z.slices().next().is_some_and(|s| s.len() == t.len()));
+    match found {
+        Some(z) => {
+            RESENT.fetch_add(1, Ordering::Relaxed);
+            (*z).clone()
         }
+        None => {
+            FRESH.fetch_add(1, Ordering::Relaxed);
+            ZBytes::from(t.clone())
+        }
+    }
+}
+
+/// An encoded message as Zenoh sends it.
+pub(crate) fn frame(e: Encoded) -> Framed {
+    match &e.tail {
+        Some(t) if t.len() >= COPY_BELOW => Framed {
+            payload: item_payload(t),
+            attachment: Some(ZBytes::from(e.head)),
+        },
+        None => Framed {
+            payload: ZBytes::from(e.head),
+            attachment: None,
+        },
+        Some(_) => Framed {
+            payload: ZBytes::from(e.to_vec()),
+            attachment: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_received_item_is_sent_on_in_its_own_buffer() {
+        let item = Bytes::from(vec![7u8; 10_000]);
+        let sent = frame(Encoded {
+            head: Bytes::from_static(b"head"),
+            tail: Some(item.clone()),
+        });
+        let got = to_parts(&sent.payload, sent.attachment.as_ref());
+        assert_eq!(&got.head[..], b"head");
+        let tail = got.tail.expect("the item");
+        assert_eq!(tail, item);
+        let before = copies().0;
+        let again = frame(Encoded {
+            head: Bytes::from_static(b"h2"),
+            tail: Some(tail.clone()),
+        });
+        assert_eq!(copies().0, before + 1, "sent on without a copy");
+        let s = again.payload.slices().next().unwrap();
+        assert_eq!(s.as_ptr(), tail.as_ptr(), "the same buffer");
+        drop(tail);
+    }
+
+    #[test]
+    fn small_items_travel_inside_their_message() {
+        let sent = frame(Encoded {
+            head: Bytes::from_static(b"head"),
+            tail: Some(Bytes::from_static(b"item")),
+        });
+        assert!(sent.attachment.is_none());
+        let got = to_parts(&sent.payload, None);
+        assert_eq!(&got.to_vec()[..], b"headitem");
     }
 }

@@ -155,6 +155,10 @@ pub(crate) struct SpaceStats {
     view_snapshots: u64,
     /// Gets readers answered from their views that this space, as owner, refused.
     seen_refused: u64,
+    /// Large items this process sent on in the buffer they arrived in (no copy).
+    sent_as_received: u64,
+    /// Large items this process handed to Zenoh afresh (copied into shared memory or sent).
+    sent_fresh: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -485,6 +489,8 @@ impl Space {
             view_hits: s.view_hits,
             view_snapshots: s.view_snapshots,
             seen_refused: s.seen_refused,
+            sent_as_received: s.sent_as_received,
+            sent_fresh: s.sent_fresh,
         })
     }
 
