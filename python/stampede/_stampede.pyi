@@ -497,6 +497,8 @@ class SpaceStats:
     seen_refused: int
     sent_as_received: int
     sent_fresh: int
+    loans_shared: int
+    loans_plain: int
 
 @final
 class SpaceWatermark:

@@ -8,7 +8,8 @@ use crate::channel::{Channel, Selector};
 use crate::container::Container;
 use crate::error::{GetError, PutError, PutErrorKind, StmError};
 use crate::ids::ConnId;
-use crate::item::Item;
+use crate::item::{DType, Item};
+use crate::loan::Loan;
 use crate::provider::{Consume, Linked};
 use crate::queue::{Queue, QueueItem};
 use crate::register::Register;
@@ -173,6 +174,27 @@ impl OutputConnection<Channel> {
     /// channel can see fails this call rather than a later one.
     pub fn put_sync(&self, ts: Timestamp, item: impl Into<Item>) -> Result<(), PutError> {
         self.put_with(ts, item, PutOptions::default().sync(true))
+    }
+
+    /// Lends `len` zeroed bytes to fill in place and put as a raw-bytes item (see [`Loan`]):
+    /// for a channel of another address space on this host, shared memory, so the put
+    /// copies nothing; otherwise plain memory.
+    pub fn loan(&self, len: usize) -> Result<Loan, StmError> {
+        Ok(Loan::bytes(self.lend(len)))
+    }
+
+    /// Lends an array of `dtype` and `shape` to fill in place and put (see [`Loan`]).
+    pub fn loan_array(&self, dtype: DType, shape: &[usize]) -> Result<Loan, StmError> {
+        let len = Loan::array_len(dtype, shape)
+            .ok_or_else(|| StmError::InvalidArgument("the array is too large".into()))?;
+        Ok(Loan::array(self.lend(len), dtype, shape))
+    }
+
+    fn lend(&self, len: usize) -> Box<dyn crate::loan::LoanBuffer> {
+        match &self.via {
+            Via::Local(_) => Loan::heap_buffer(len),
+            Via::Provided(l) => l.lend(len).unwrap_or_else(|| Loan::heap_buffer(len)),
+        }
     }
 
     /// Waits until every put made on this connection is stored or refused, and reports a

@@ -534,6 +534,22 @@ impl NdArray {
         NdArray::new(T::DTYPE, shape, Bytes::copy_from_slice(raw))
     }
 
+    /// Bytes of the marshalled header of an array of `ndim` dimensions (the elements follow).
+    pub(crate) const fn header_len(ndim: usize) -> usize {
+        8 + 8 * ndim
+    }
+
+    /// The marshalled header of an array of `dtype` and `shape`.
+    pub(crate) fn header(dtype: DType, shape: &[usize]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(NdArray::header_len(shape.len()));
+        out.extend_from_slice(NDARRAY_MAGIC);
+        out.extend_from_slice(&[NDARRAY_VERSION, dtype.code(), shape.len() as u8, 0]);
+        for &d in shape {
+            out.extend_from_slice(&(d as u64).to_le_bytes());
+        }
+        out
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
@@ -577,15 +593,9 @@ impl ItemType for NdArray {
     const TYPE_NAME: &'static str = "stampede.ndarray";
 
     fn marshal(&self) -> Bytes {
-        let mut out = BytesMut::with_capacity(8 + 8 * self.shape.len() + self.data.len());
-        out.put_slice(NDARRAY_MAGIC);
-        out.put_u8(NDARRAY_VERSION);
-        out.put_u8(self.dtype.code());
-        out.put_u8(self.shape.len() as u8);
-        out.put_u8(0);
-        for &d in &self.shape {
-            out.put_u64_le(d as u64);
-        }
+        let mut out =
+            BytesMut::with_capacity(NdArray::header_len(self.shape.len()) + self.data.len());
+        out.put_slice(&NdArray::header(self.dtype, &self.shape));
         out.put_slice(&self.data);
         out.freeze()
     }

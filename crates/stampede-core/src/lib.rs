@@ -108,6 +108,7 @@ mod gc;
 mod ids;
 mod item;
 mod kind;
+mod loan;
 mod notify;
 mod pacing;
 pub mod provider;
@@ -130,6 +131,7 @@ pub use item::{
     DType, Element, Item, ItemType, MarshalError, MarshalFn, NdArray, TypeTag, MAX_NDIM,
 };
 pub use kind::Kind;
+pub use loan::{Loan, LoanBuffer};
 pub use notify::{Arrivals, SubscriptionId};
 pub use pacing::{LateAction, Lateness, Pacer, PacerStats, Tick};
 pub use queue::{Queue, QueueItem, QueueStats};

@@ -295,6 +295,13 @@ pub trait Link: Send + Sync + 'static {
         let _ = after;
         Err(StmError::Unsupported("correlating this channel".into()))
     }
+    /// `len` bytes of memory for an item the producer fills in place and puts on this
+    /// connection ([`OutputConnection::loan`](crate::OutputConnection::loan)), where the
+    /// provider sends it from without a copy; `None` for plain memory.
+    fn loan(&self, len: usize) -> Option<Box<dyn crate::LoanBuffer>> {
+        let _ = len;
+        None
+    }
 }
 
 /// The timestamps visible on `input` above `after`, and whether its channel is closed (see
@@ -553,6 +560,10 @@ impl Linked {
 
     pub(crate) fn flush(&self) -> Result<(), PutError> {
         self.link.flush()
+    }
+
+    pub(crate) fn lend(&self, len: usize) -> Option<Box<dyn crate::LoanBuffer>> {
+        self.link.loan(len)
     }
 
     pub(crate) fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError> {

@@ -171,7 +171,7 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
             continue;
         }
         let key = format!("{}/{}", sh.key("push", &r), sh.id);
-        let f = zbytes::frame(msg.clone());
+        let f = zbytes::frame(&sh.counters, msg.clone());
         // Blocking here only delays later pushes: puts never wait for this thread.
         let put = sh
             .session

@@ -187,7 +187,7 @@ impl Pipe {
         }
         let sending = lock(&self.sending);
         drop(st);
-        let f = zbytes::frame(msg);
+        let f = zbytes::frame(&sh.counters, msg);
         let sent = self
             .publisher
             .put(f.payload)

@@ -47,7 +47,7 @@ pub(crate) fn call_within(
     if sh.is_dead(owner) {
         return fail(format!("address space {owner} has left"));
     }
-    let f = zbytes::frame(wire::encode_request(req));
+    let f = zbytes::frame(&sh.counters, wire::encode_request(req));
     let replies = match sh
         .session
         .get(sh.key("op", owner))
@@ -102,7 +102,7 @@ pub(crate) fn send(sh: &Shared, owner: &str, req: &Request) {
     if sh.is_dead(owner) {
         return;
     }
-    let f = zbytes::frame(wire::encode_request(req));
+    let f = zbytes::frame(&sh.counters, wire::encode_request(req));
     let _ = sh
         .session
         .get(sh.key("op", owner))
@@ -588,7 +588,7 @@ impl RemoteLink {
         };
         let failed = sh.counters.consume_failed.clone();
         let owner = self.owner().to_owned();
-        let f = zbytes::frame(wire::encode_request(&req));
+        let f = zbytes::frame(&sh.counters, wire::encode_request(&req));
         sh.session
             .get(sh.key("op", &owner))
             .payload(f.payload)
@@ -715,6 +715,16 @@ impl Link for RemoteLink {
 
     fn flush(&self) -> Result<(), PutError> {
         self.pipe.as_ref().map_or(Ok(()), |p| p.flush(None))
+    }
+
+    fn loan(&self, len: usize) -> Option<Box<dyn stampede_core::LoanBuffer>> {
+        let lent = zbytes::lend(&self.sh().session, len);
+        let c = &self.sh().counters;
+        match lent {
+            Some(_) => c.loans_shared.fetch_add(1, Ordering::Relaxed),
+            None => c.loans_plain.fetch_add(1, Ordering::Relaxed),
+        };
+        lent
     }
 
     fn detach(&self) {

@@ -83,8 +83,8 @@ impl Pool {
     }
 }
 
-fn reply(q: &Query, r: &Reply) {
-    let f = zbytes::frame(wire::encode_reply(r));
+fn reply(sh: &Shared, q: &Query, r: &Reply) {
+    let f = zbytes::frame(&sh.counters, wire::encode_reply(r));
     let sent = q
         .reply(q.key_expr().clone(), f.payload)
         .attachment(f.attachment)
@@ -568,14 +568,14 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     sh.counters.served.fetch_add(1, Ordering::Relaxed);
     let Some(payload) = q.payload() else {
         sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
-        reply(&q, &Reply::error(ErrorCode::Malformed, "empty request"));
+        reply(sh, &q, &Reply::error(ErrorCode::Malformed, "empty request"));
         return;
     };
     let req = match wire::decode_request(zbytes::to_parts(payload, q.attachment())) {
         Ok(r) => r,
         Err(e) => {
             sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
-            reply(&q, &Reply::error(ErrorCode::Malformed, e.to_string()));
+            reply(sh, &q, &Reply::error(ErrorCode::Malformed, e.to_string()));
             return;
         }
     };
@@ -594,6 +594,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         if sh.is_dead(space) {
             sh.counters.refused.fetch_add(1, Ordering::Relaxed);
             reply(
+                sh,
                 &q,
                 &Reply::error(
                     ErrorCode::Stm(Code::Detached),
@@ -607,14 +608,14 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     if matches!(req, Request::Create { .. }) {
         let job_sh = sh.clone();
         sh.pool.run(Box::new(move || {
-            reply(&q, &execute(&job_sh, &req, Wait::Never));
+            reply(&job_sh, &q, &execute(&job_sh, &req, Wait::Never));
         }));
         return;
     }
     let wait = wait_of(&req);
     let first = execute(sh, &req, Wait::Never);
     if matches!(wait, Wait::Never) || !would_wait(&first) {
-        reply(&q, &first);
+        reply(sh, &q, &first);
         return;
     }
     let slice = sh.cfg.wait_slice;
@@ -626,9 +627,9 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     sh.pool.run(Box::new(move || {
         let r = execute(&job_sh, &req, w);
         if sliced && would_wait(&r) {
-            reply(&q, &Reply::Again);
+            reply(&job_sh, &q, &Reply::Again);
         } else {
-            reply(&q, &r);
+            reply(&job_sh, &q, &r);
         }
     }));
 }

@@ -151,6 +151,10 @@ pub(crate) struct Counters {
     pub(crate) view_hits: AtomicU64,
     pub(crate) view_snapshots: AtomicU64,
     pub(crate) seen_refused: AtomicU64,
+    pub(crate) loans_shared: AtomicU64,
+    pub(crate) sent_as_received: AtomicU64,
+    pub(crate) sent_fresh: AtomicU64,
+    pub(crate) loans_plain: AtomicU64,
 }
 
 /// A snapshot of an address space's counters.
@@ -200,12 +204,17 @@ pub struct SpaceStats {
     /// Gets a reader answered from its view that this space, as their owner, found no
     /// longer valid (logged; none is expected).
     pub seen_refused: u64,
-    /// Large items this process sent on in the buffer they arrived in (in shared memory
-    /// between processes of one host, a descriptor and no copy); for the whole process.
+    /// Large items this space sent in the buffer they arrived or were lent in (in shared
+    /// memory between processes of one host: a descriptor, no copy).
     pub sent_as_received: u64,
-    /// Large items this process handed to Zenoh afresh, which copies them into shared
-    /// memory or onto the link; for the whole process.
+    /// Large items this space handed to Zenoh afresh, which copies them into shared memory
+    /// or onto the link.
     pub sent_fresh: u64,
+    /// Loans for remote channels lent in shared memory (put without a copy).
+    pub loans_shared: u64,
+    /// Loans for remote channels lent in plain memory instead: too small to be worth it, no
+    /// shared memory, or its pool full (a slow reader holds it); the put copies once.
+    pub loans_plain: u64,
 }
 
 impl Shared {
@@ -528,6 +537,10 @@ impl Space {
         let zcfg = cfg.to_zenoh()?;
         let session = zenoh::open(zcfg).wait().map_err(|e| open_error(e, &cfg))?;
         let id = session.zid().to_string();
+        if cfg.shm_pool > 0 {
+            // Starts making the shared-memory pool in the background, for the first loans.
+            drop(session.get_shm_provider());
+        }
         let small = std::thread::available_parallelism().map_or(true, |n| n.get() <= 2);
         let mut rt = Runtime::builder();
         if let Some(n) = cfg.spin_rounds.or(small.then_some(0)) {
@@ -851,8 +864,10 @@ impl Space {
             view_hits: l(&c.view_hits),
             view_snapshots: l(&c.view_snapshots),
             seen_refused: l(&c.seen_refused),
-            sent_as_received: zbytes::copies().0,
-            sent_fresh: zbytes::copies().1,
+            sent_as_received: l(&c.sent_as_received),
+            sent_fresh: l(&c.sent_fresh),
+            loans_shared: l(&c.loans_shared),
+            loans_plain: l(&c.loans_plain),
         }
     }
 

@@ -6,15 +6,19 @@
 //! On receipt the payload becomes the stored item's bytes as it is, and the buffer it came
 //! in is remembered: when that item is sent on (pushed to readers, returned by a get,
 //! echoed into another space's channel), Zenoh is handed the same buffer, which it forwards
-//! as a shared-memory descriptor. Counted in [`copies`]: what crossed without a copy.
+//! as a shared-memory descriptor. Counted in `SpaceStats::sent_as_received` and
+//! `sent_fresh`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
+use stampede_core::LoanBuffer;
 use zenoh::bytes::ZBytes;
+use zenoh::shm::{PosixShmProviderBackend, ShmProvider, ShmProviderState, ZShmMut};
 
+use crate::space::Counters;
 use crate::wire::Encoded;
 
 /// Below this size an item travels inside its message and is copied on receipt: keeping a
@@ -37,20 +41,6 @@ fn received() -> &'static Mutex<HashMap<usize, Weak<ZBytes>>> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Items sent on in the buffer they were received in, and items whose bytes Zenoh was
-/// handed afresh (it copies those into shared memory, or onto the link).
-static RESENT: AtomicU64 = AtomicU64::new(0);
-static FRESH: AtomicU64 = AtomicU64::new(0);
-
-/// (Items sent on in the buffer they arrived in, large items handed to Zenoh afresh), for
-/// this process.
-pub(crate) fn copies() -> (u64, u64) {
-    (
-        RESENT.load(Ordering::Relaxed),
-        FRESH.load(Ordering::Relaxed),
-    )
 }
 
 /// A received single-slice payload, kept alive as the owner of an item's bytes.
@@ -78,11 +68,7 @@ impl Drop for Received {
 fn item_bytes(z: &ZBytes) -> Bytes {
     let mut slices = z.slices();
     match (slices.next(), slices.next()) {
-        (Some(s), None) if s.len() >= COPY_BELOW => {
-            let z = Arc::new(z.clone());
-            lock(received()).insert(s.as_ptr() as usize, Arc::downgrade(&z));
-            Bytes::from_owner(Received(z))
-        }
+        (Some(s), None) if s.len() >= COPY_BELOW => remembered(z.clone()),
         (Some(s), None) => Bytes::copy_from_slice(s),
         _ => Bytes::from(z.to_bytes().into_owned()),
     }
@@ -112,29 +98,92 @@ pub(crate) fn to_parts(payload: &ZBytes, attachment: Option<&ZBytes>) -> Encoded
     }
 }
 
-/// The ZBytes for an item's bytes: the buffer they arrived in, if they did.
-fn item_payload(t: &Bytes) -> ZBytes {
+/// Wraps `z` (one slice) as an item's bytes, remembered so sending the item hands Zenoh `z`.
+fn remembered(z: ZBytes) -> Bytes {
+    let z = Arc::new(z);
+    if let Some(s) = z.slices().next() {
+        lock(received()).insert(s.as_ptr() as usize, Arc::downgrade(&z));
+    }
+    Bytes::from_owner(Received(z))
+}
+
+/// A loan in the session's shared memory: sent as it is, without a copy.
+struct ShmLoan(ZShmMut);
+
+impl LoanBuffer for ShmLoan {
+    fn as_slice(&self) -> &[u8] {
+        &self.0
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+    fn freeze(self: Box<Self>) -> Bytes {
+        remembered(ZBytes::from(self.0))
+    }
+    fn in_place(&self) -> bool {
+        true
+    }
+}
+
+/// The session's shared-memory pool (the one Zenoh copies large messages into), once it is
+/// ready. Its state is only polled: waiting on it would take the message that tells Zenoh's
+/// own sending side the pool is ready.
+pub(crate) fn shm_provider(
+    session: &zenoh::Session,
+) -> Option<Arc<ShmProvider<PosixShmProviderBackend>>> {
+    // Made on first use, in the background: a new space asks once it joined.
+    for _ in 0..200 {
+        match session.get_shm_provider() {
+            ShmProviderState::Ready(p) => return Some(p),
+            ShmProviderState::Initializing(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            ShmProviderState::Disabled | ShmProviderState::Error => return None,
+        }
+    }
+    None
+}
+
+/// `len` bytes of the session's shared memory for an item, or `None` (no shared memory, or
+/// the pool is full: the caller lends plain memory instead, and Zenoh copies it once).
+pub(crate) fn lend(session: &zenoh::Session, len: usize) -> Option<Box<dyn LoanBuffer>> {
+    use zenoh::shm::{Defragment, GarbageCollect};
+    use zenoh::Wait as _;
+    if len < COPY_BELOW {
+        return None;
+    }
+    let provider = shm_provider(session)?;
+    let buf = provider
+        .alloc(len)
+        .with_policy::<Defragment<GarbageCollect>>()
+        .wait()
+        .ok()?;
+    Some(Box::new(ShmLoan(buf)))
+}
+
+/// The ZBytes for an item's bytes: the buffer they arrived in (or were lent in), if any.
+fn item_payload(c: &Counters, t: &Bytes) -> ZBytes {
     let found = lock(received())
         .get(&(t.as_ptr() as usize))
         .and_then(Weak::upgrade)
         .filter(|z| z.slices().next().is_some_and(|s| s.len() == t.len()));
     match found {
         Some(z) => {
-            RESENT.fetch_add(1, Ordering::Relaxed);
+            c.sent_as_received.fetch_add(1, Ordering::Relaxed);
             (*z).clone()
         }
         None => {
-            FRESH.fetch_add(1, Ordering::Relaxed);
+            c.sent_fresh.fetch_add(1, Ordering::Relaxed);
             ZBytes::from(t.clone())
         }
     }
 }
 
 /// An encoded message as Zenoh sends it.
-pub(crate) fn frame(e: Encoded) -> Framed {
+pub(crate) fn frame(c: &Counters, e: Encoded) -> Framed {
     match &e.tail {
         Some(t) if t.len() >= COPY_BELOW => Framed {
-            payload: item_payload(t),
+            payload: item_payload(c, t),
             attachment: Some(ZBytes::from(e.head)),
         },
         None => Framed {
@@ -155,20 +204,31 @@ mod tests {
     #[test]
     fn a_received_item_is_sent_on_in_its_own_buffer() {
         let item = Bytes::from(vec![7u8; 10_000]);
-        let sent = frame(Encoded {
-            head: Bytes::from_static(b"head"),
-            tail: Some(item.clone()),
-        });
+        let c = Counters::default();
+        let sent = frame(
+            &c,
+            Encoded {
+                head: Bytes::from_static(b"head"),
+                tail: Some(item.clone()),
+            },
+        );
         let got = to_parts(&sent.payload, sent.attachment.as_ref());
         assert_eq!(&got.head[..], b"head");
         let tail = got.tail.expect("the item");
         assert_eq!(tail, item);
-        let before = copies().0;
-        let again = frame(Encoded {
-            head: Bytes::from_static(b"h2"),
-            tail: Some(tail.clone()),
-        });
-        assert_eq!(copies().0, before + 1, "sent on without a copy");
+        let again = frame(
+            &c,
+            Encoded {
+                head: Bytes::from_static(b"h2"),
+                tail: Some(tail.clone()),
+            },
+        );
+        assert_eq!(c.sent_fresh.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            c.sent_as_received.load(Ordering::Relaxed),
+            1,
+            "sent on as it came"
+        );
         let s = again.payload.slices().next().unwrap();
         assert_eq!(s.as_ptr(), tail.as_ptr(), "the same buffer");
         drop(tail);
@@ -176,10 +236,13 @@ mod tests {
 
     #[test]
     fn small_items_travel_inside_their_message() {
-        let sent = frame(Encoded {
-            head: Bytes::from_static(b"head"),
-            tail: Some(Bytes::from_static(b"item")),
-        });
+        let sent = frame(
+            &Counters::default(),
+            Encoded {
+                head: Bytes::from_static(b"head"),
+                tail: Some(Bytes::from_static(b"item")),
+            },
+        );
         assert!(sent.attachment.is_none());
         let got = to_parts(&sent.payload, None);
         assert_eq!(&got.to_vec()[..], b"headitem");

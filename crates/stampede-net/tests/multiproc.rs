@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::{app, eventually, free_port, Proc};
 use stampede_core::{
-    Channel, Container, ContainerOptions, GetError, PutErrorKind, Queue, Register, Selector,
-    StmError, Task, Timestamp, ZoneId, INFINITY,
+    Channel, Container, ContainerOptions, DType, GetError, NdArray, PutErrorKind, Queue, Register,
+    Selector, StmError, Task, Timestamp, ZoneId, INFINITY,
 };
 use stampede_net::{Config, NetError, Space};
 
@@ -1450,16 +1450,104 @@ fn items_are_echoed_whole_both_ways() {
         assert_eq!(pong.as_bytes().unwrap(), &bytes[..], "{n} bytes");
         if n >= 1 << 20 {
             // Zenoh placed the item in shared memory; the echo sent the buffer it arrived
-            // in, so the pong is the very bytes of the ping (both spaces share this
-            // process, so the segment is mapped once): no copy on the way back.
-            assert_eq!(
-                pong.as_bytes().unwrap().as_ptr(),
-                ping_at,
-                "{n} bytes copied"
-            );
+            // in, so the pong is the very memory of the ping: no copy on the way back.
+            let ping_in = mapped_at(ping_at).expect("the ping is in a shared-memory file");
+            let pong_in = mapped_at(pong.as_bytes().unwrap().as_ptr());
+            assert_eq!(pong_in, Some(ping_in), "{n} bytes copied");
         }
     }
     assert_eq!(space.stats().malformed + other.stats().malformed, 0);
     drop((a_out, b_out, a_in, b_in, ta, tb));
     other.leave();
+}
+
+#[test]
+fn a_loaned_item_crosses_without_a_copy() {
+    let (space, ep, app) = router("loan");
+    let ch = space
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let producer = Space::join(&app, peer_of(&ep)).unwrap();
+    let (tp, tc) = (producer.task(0).unwrap(), space.task(0).unwrap());
+    let input = tc.attach_input(&ch).unwrap();
+    let out = tp
+        .attach_output(&producer.lookup_channel("frames", T).unwrap())
+        .unwrap();
+    for ts in 0..4 {
+        let mut frame = out.loan_array(DType::U8, &[480, 640, 3]).unwrap();
+        assert!(frame.in_place(), "lent in shared memory");
+        frame.fill(ts as u8);
+        let at = frame.as_ptr();
+        out.put(ts, frame).unwrap();
+        let (_, got) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+        let a: NdArray = got.decode().unwrap();
+        assert_eq!(a.shape(), &[480, 640, 3]);
+        assert!(a.as_slice::<u8>().unwrap().iter().all(|&b| b == ts as u8));
+        // The owner stores the very memory the producer wrote: the same place in the same
+        // shared-memory file, mapped here a second time for the receiving side.
+        let written = mapped_at(at).expect("the loan is in a shared-memory file");
+        assert_eq!(
+            mapped_at(a.data().as_ptr()),
+            Some(written),
+            "copied on the way"
+        );
+        input.consume(ts).unwrap();
+    }
+    let s = producer.stats();
+    // Zenoh was handed each loan's own shared-memory buffer, which it sends as a descriptor.
+    assert_eq!(
+        (s.loans_shared, s.sent_as_received, s.sent_fresh),
+        (4, 4, 0)
+    );
+    drop((out, input, tp, tc));
+    producer.leave();
+}
+
+#[test]
+fn loans_fall_back_to_plain_memory_when_the_pool_is_full() {
+    let (space, ep, app) = router("loan-full");
+    let _ch = space
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let cfg = Config {
+        shm_pool: 1 << 20,
+        ..peer_of(&ep)
+    };
+    let producer = Space::join(&app, cfg).unwrap();
+    let tp = producer.task(0).unwrap();
+    let out = tp
+        .attach_output(&producer.lookup_channel("frames", T).unwrap())
+        .unwrap();
+    // A reader that never lets go holds the pool: here, loans kept unsent.
+    let held: Vec<_> = (0..3).map(|_| out.loan(300_000).unwrap()).collect();
+    assert!(held.iter().all(|l| l.in_place()));
+    let mut more = out.loan(300_000).unwrap();
+    assert!(
+        !more.in_place(),
+        "the pool is full: plain memory, not a wait"
+    );
+    more.fill(9);
+    out.put(0, more).unwrap();
+    out.flush().unwrap();
+    let s = producer.stats();
+    assert_eq!((s.loans_shared, s.loans_plain), (3, 1));
+    drop((held, out, tp));
+    producer.leave();
+}
+
+/// The file (by inode) and the offset in it that address `p` of this process maps.
+fn mapped_at(p: *const u8) -> Option<(u64, u64)> {
+    let p = p as u64;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (start, end) = f.first()?.split_once('-')?;
+        let (start, end) = (
+            u64::from_str_radix(start, 16).ok()?,
+            u64::from_str_radix(end, 16).ok()?,
+        );
+        let inode: u64 = f.get(4)?.parse().ok()?;
+        let offset = u64::from_str_radix(f.get(2)?, 16).ok()?;
+        (start <= p && p < end && inode != 0).then_some((inode, offset + (p - start)))
+    })
 }

@@ -159,6 +159,10 @@ pub(crate) struct SpaceStats {
     sent_as_received: u64,
     /// Large items this process handed to Zenoh afresh (copied into shared memory or sent).
     sent_fresh: u64,
+    /// Loans for remote channels lent in shared memory (put without a copy).
+    loans_shared: u64,
+    /// Loans lent in plain memory instead (small, no shared memory, or its pool full).
+    loans_plain: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -491,6 +495,8 @@ impl Space {
             seen_refused: s.seen_refused,
             sent_as_received: s.sent_as_received,
             sent_fresh: s.sent_fresh,
+            loans_shared: s.loans_shared,
+            loans_plain: s.loans_plain,
         })
     }
 
