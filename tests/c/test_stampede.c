@@ -2895,6 +2895,66 @@ done:
 
 /* A malformed endpoint is refused before joining, however long joining would wait, with a
  * message that says what is wrong and names no file of the machine the library was built on. */
+/* Loans: the client fills an array in memory the connection lends (shared memory, for the
+ * router's channel on this host) and puts it without a copy; the router reads it back. */
+#define DIST_BASE_LOAN 4000
+static void test_dist_loan(void) {
+    const int64_t B = DIST_BASE_LOAN;
+    stp_channel *own = NULL, *remote = NULL;
+    stp_task *rt_task = NULL, *cl_task = NULL;
+    stp_channel_in *in = NULL;
+    stp_channel_out *out = NULL;
+    stp_loan *loan = NULL;
+    stp_item *item = NULL, *got = NULL;
+    void *data = NULL;
+    const size_t shape[3] = {64, 64, 3};
+    size_t ndim = 0;
+    const size_t *got_shape = NULL;
+    const void *bytes = NULL;
+    size_t len = 0;
+    int64_t ts = 0;
+    DIST_SETUP();
+    CHECK_OK(stp_channel_new(g_router, "loan/frames", 0, 0, &own));
+    CHECK_OK(stp_task_new(g_router, STP_INFINITY, "loan-reader", &rt_task));
+    CHECK_OK(stp_channel_attach_input(rt_task, own, &in));
+    CHECK_OK(stp_channel_lookup(g_client, "loan/frames", 5000, &remote));
+    CHECK_OK(stp_task_new(g_client, B, "loan-writer", &cl_task));
+    CHECK_OK(stp_channel_attach_output(cl_task, remote, &out));
+    CHECK_OK(stp_item_loan_array(out, STP_U8, 3, shape, &loan, &data));
+    CHECK(data != NULL);
+    CHECK_MSG(stp_loan_in_place(loan), "lent in plain memory: %s", stp_last_error());
+    memset(data, 42, 64 * 64 * 3);
+    CHECK_OK(stp_loan_finish(loan, &item));
+    loan = NULL; /* released by finish */
+    CHECK_OK(stp_channel_put(out, B, item, 0, STP_FOREVER));
+    CHECK_OK(stp_channel_flush(out));
+    CHECK_OK(stp_channel_get(in, STP_NEXT_UNSEEN, 0, 5000, &ts, &got));
+    CHECK(ts == B);
+    CHECK_OK(stp_item_shape(got, &ndim, &got_shape));
+    CHECK(ndim == 3 && got_shape[0] == 64 && got_shape[1] == 64 && got_shape[2] == 3);
+    bytes = stp_item_data(got, &len);
+    CHECK(bytes != NULL && len == 64 * 64 * 3);
+    CHECK(((const unsigned char *)bytes)[0] == 42 && ((const unsigned char *)bytes)[len - 1] == 42);
+    /* An abandoned loan is given back; bad arguments are refused. */
+    CHECK_OK(stp_item_loan(out, 5000, &loan, &data));
+    stp_loan_free(loan);
+    loan = NULL;
+    CHECK_ST(stp_item_loan(out, 10, NULL, &data), STP_INVALID_ARGUMENT);
+    CHECK_ST(stp_item_loan_array(out, 99, 1, shape, &loan, &data), STP_INVALID_ARGUMENT);
+    CHECK_ST(stp_loan_finish(NULL, &item), STP_INVALID_ARGUMENT);
+    CHECK(!stp_loan_in_place(NULL));
+done:
+    stp_loan_free(loan);
+    stp_item_free(got);
+    stp_item_free(item);
+    stp_channel_out_free(out);
+    stp_channel_in_free(in);
+    stp_task_free(cl_task);
+    stp_task_free(rt_task);
+    stp_channel_free(remote);
+    stp_channel_free(own);
+}
+
 static void test_dist_malformed_endpoints(void) {
     static const struct {
         const char *endpoint, *says;
@@ -2990,6 +3050,7 @@ static const test_case tests[] = {
     T(dist_names),
     T(dist_join_errors),
     T(dist_malformed_endpoints),
+    T(dist_loan),
 };
 #undef T
 

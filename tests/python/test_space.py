@@ -493,3 +493,52 @@ def test_a_refusal_only_the_owner_sees_is_raised_by_the_next_put_or_flush(
                 out.flush()
             assert c.value.deferred and c.value.item == "twelve"
             out.flush()
+
+
+def test_a_loaned_array_is_put_into_another_space_without_a_copy(cluster: Cluster) -> None:
+    np = pytest.importorskip("numpy")
+    frames = cluster.space.channel("frames")
+    with sp.Space.join(cluster.app, connect=[cluster.endpoint], lease=LEASE) as producer:
+        remote = producer.lookup_channel("frames", timeout=LONG)
+        with producer.task(0) as t, cluster.space.task(0) as reader:
+            out = t.attach_output(remote)
+            inp = reader.attach_input(frames)
+            for ts in range(3):
+                frame = out.loan_array((480, 640, 3), np.uint8)
+                assert frame.flags.writeable and frame.shape == (480, 640, 3)
+                frame[:] = ts + 1
+                out.put(ts, frame)
+                assert not frame.flags.writeable, "put: read-only from now on"
+                got_ts, got = inp.get(sp.NEXT_UNSEEN, timeout=LONG)
+                assert got_ts == ts and got.shape == (480, 640, 3)
+                assert int(got.min()) == int(got.max()) == ts + 1
+                inp.consume(ts)
+            raw = out.loan(10_000)
+            memoryview(raw)[:] = b"\x05" * 10_000
+            out.put(3, raw)
+            assert inp.get(3, timeout=LONG)[1] == b"\x05" * 10_000
+            s = producer.stats()
+            assert (s.loans_shared, s.loans_plain) == (4, 0)
+            # Zenoh was handed each loan's own shared memory: nothing was copied in.
+            assert (s.sent_as_received, s.sent_fresh) == (4, 0)
+            with pytest.raises(TypeError, match="read-only"):
+                memoryview(raw)[0] = 1  # put: read-only from now on
+
+
+def test_a_loan_on_a_local_channel_is_plain_memory() -> None:
+    np = pytest.importorskip("numpy")
+    rt = sp.Runtime()
+    ch = rt.channel("local")
+    with rt.task(0) as t:
+        out, inp = t.attach_output(ch), t.attach_input(ch)
+        a = out.loan_array(4, "float32")
+        a[:] = [1.5, 2.5, 3.5, 4.5]
+        out.put(0, a)
+        assert inp.get(0)[1].tolist() == [1.5, 2.5, 3.5, 4.5]
+        part = out.loan_array((2, 4), np.int16)
+        part[:] = 3
+        out.put(1, part[0])  # a part of a loan is an ordinary array, copied
+        assert inp.get(1)[1].tolist() == [3, 3, 3, 3]
+        assert not out.loan(8).in_place
+        with pytest.raises(sp.InvalidArgument):
+            out.loan_array(2, ">f8")

@@ -185,6 +185,10 @@ typedef struct stp_config stp_config;
 // An item: the value of a put or a get. Immutable; free with `stp_item_free`.
 typedef struct stp_item stp_item;
 
+// Memory lent for one item: fill it, then turn it into the item to put with
+// `stp_loan_finish`.
+typedef struct stp_loan stp_loan;
+
 // Paces a loop to real time: tick `vt` is due `vt` periods after the first tick.
 typedef struct stp_pacer stp_pacer;
 
@@ -321,6 +325,43 @@ stp_status stp_item_shape(const stp_item *item, size_t *ndim, const size_t **sha
 // # Safety
 // `item` is NULL or a live item, not used afterwards.
 void stp_item_free(stp_item *item);
+
+// Lends `len` zeroed bytes to fill in place (`*data`) and put as a bytes item: for a channel
+// of another address space on this host, shared memory, so the put copies nothing;
+// otherwise plain memory (`stp_loan_in_place`).
+//
+// # Safety
+// `conn` is a live connection; `out` and `data` are writable.
+stp_status stp_item_loan(const stp_channel_out *conn, size_t len, stp_loan **out, void **data);
+
+// Lends an array of `dtype` (an `stp_dtype`) and `ndim` dimensions in `shape`, to fill its
+// row-major elements in place (`*data`) and put (see `stp_item_loan`).
+//
+// # Safety
+// `conn` is a live connection; `shape` is readable for `ndim` values; `out` and `data` are
+// writable.
+stp_status stp_item_loan_array(const stp_channel_out *conn, int32_t dtype_code, size_t ndim, const size_t *shape, stp_loan **out, void **data);
+
+// Whether the loan is shared memory that a put sends without a copy (`false` for plain
+// memory, or NULL).
+//
+// # Safety
+// `loan` is NULL or a live loan.
+bool stp_loan_in_place(const stp_loan *loan);
+
+// Turns a filled loan into the item to put (`*out`, freed by the caller), without a copy:
+// the loan's memory becomes the item's and must not be written any more. The loan is
+// released, whatever the outcome.
+//
+// # Safety
+// `loan` is a live loan, not used afterwards; `out` is writable.
+stp_status stp_loan_finish(stp_loan *loan, stp_item **out);
+
+// Gives back an unfinished loan. NULL is ignored.
+//
+// # Safety
+// `loan` is NULL or a live loan, not used afterwards.
+void stp_loan_free(stp_loan *loan);
 
 // A pacer with a tick period and a lateness tolerance in microseconds, and a policy for late
 // ticks (an `stp_late_action`).

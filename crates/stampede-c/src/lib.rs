@@ -13,6 +13,7 @@
 
 mod error;
 mod item;
+mod loan;
 mod pacing;
 mod space;
 mod stm;

@@ -580,7 +580,7 @@ pub unsafe extern "C" fn stp_channel_in_free(conn: *mut stp_channel_in) {
 /// An output connection to a channel.
 #[allow(non_camel_case_types)]
 pub struct stp_channel_out {
-    c: core::OutputConnection<core::Channel>,
+    pub(crate) c: core::OutputConnection<core::Channel>,
 }
 
 /// Attaches an output connection of `task` to a channel.

@@ -3,6 +3,7 @@
 //! | Python value | stored as | a get returns |
 //! |---|---|---|
 //! | `bytes`, `str` | the object itself (tag `stampede.bytes` / `stampede.utf8`) | the same object |
+//! | a loan, or a numpy array over a whole loan (`loan_array`) | the loan's memory, no copy | a read-only view |
 //! | numpy array of a core dtype | an `NdArray`; copied unless its memory is immutable | a read-only view |
 //! | instance of a registered class | the class's marshal hook output | its unmarshal hook's result |
 //! | anything else | a pickle, taken at the put (copy-in) | a fresh unpickled copy |
@@ -143,6 +144,9 @@ static NP_ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Turns a Python value into an item (see the module docs for the rules).
 pub(crate) fn to_item(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Item> {
+    if let Ok(l) = obj.cast::<crate::loan::Loan>() {
+        return Ok(l.get().take());
+    }
     if let Ok(b) = obj.cast_exact::<PyBytes>() {
         let data = owned_bytes(obj, b.as_bytes());
         return Ok(Item::new(PyBytesItem(PyBlob {
@@ -174,7 +178,11 @@ pub(crate) fn to_item(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Item> 
         })?;
         return Ok(Item::from_wire(tag, owned_bytes(&out, b.as_bytes())));
     }
-    if obj.is_instance(cached(py, &NP_NDARRAY, "numpy", "ndarray")?)? {
+    let ndarray = cached(py, &NP_NDARRAY, "numpy", "ndarray")?;
+    if obj.is_instance(ndarray)? {
+        if let Some(item) = crate::loan::from_array(obj, ndarray)? {
+            return Ok(item);
+        }
         if let Some(item) = array_item(py, obj)? {
             return Ok(item);
         }
@@ -396,7 +404,7 @@ fn buffer_format(d: DType) -> &'static str {
 }
 
 /// The core dtype of a buffer format string, if it has one (native or little-endian only).
-fn dtype_of(format: &[u8], itemsize: isize) -> Option<DType> {
+pub(crate) fn dtype_of(format: &[u8], itemsize: isize) -> Option<DType> {
     let code = match format {
         [b'@' | b'=' | b'<', c] | [c] => *c,
         _ => return None,

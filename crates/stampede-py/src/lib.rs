@@ -13,6 +13,7 @@ use pyo3::types::PyType;
 mod errors;
 mod extras;
 mod items;
+mod loan;
 mod space;
 mod stm;
 
@@ -49,6 +50,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     space::register_classes(m)?;
     m.add_class::<items::Opaque>()?;
     m.add_class::<items::ItemView>()?;
+    m.add_class::<loan::Loan>()?;
     m.add_function(wrap_pyfunction!(register_type, m)?)?;
     m.add_function(wrap_pyfunction!(type_tag, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;

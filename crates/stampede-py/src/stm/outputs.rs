@@ -84,6 +84,37 @@ impl ChannelOutput {
         r.map_err(|e| signals.put_error(py, e, item))
     }
 
+    /// Lends ``nbytes`` zeroed bytes to fill in place (``memoryview(loan)[:] = ...``) and put
+    /// as a bytes item. Into another address space's channel on this host it is shared
+    /// memory, and the put copies nothing (``loan.in_place``).
+    fn loan(&self, py: Python<'_>, nbytes: usize) -> PyResult<crate::loan::Loan> {
+        let conn = self.conn.get(py)?;
+        let l = conn.loan(nbytes).map_err(|e| errors::stm_error(py, e))?;
+        Ok(crate::loan::Loan::new(l))
+    }
+
+    /// Lends a writable numpy array of ``shape`` and ``dtype`` to fill in place and put
+    /// (``out.put(ts, array)``), without a copy: see ``loan``. Put, the array is read-only.
+    #[pyo3(signature = (shape, dtype = None))]
+    fn loan_array<'py>(
+        &self,
+        py: Python<'py>,
+        shape: &Bound<'py, PyAny>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let shape: Vec<usize> = match shape.extract::<usize>() {
+            Ok(n) => vec![n],
+            Err(_) => shape.extract()?,
+        };
+        let uint8 = pyo3::types::PyString::new(py, "uint8").into_any();
+        let (dt, np_dtype) = crate::loan::dtype(py, dtype.unwrap_or(&uint8))?;
+        let conn = self.conn.get(py)?;
+        let l = conn
+            .loan_array(dt, &shape)
+            .map_err(|e| errors::stm_error(py, e))?;
+        crate::loan::array(py, l, np_dtype.bind(py), &shape)
+    }
+
     /// Waits until every put made on this connection is stored or refused, and raises a
     /// refusal not raised yet (``deferred`` set, with that put's timestamp and value).
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
