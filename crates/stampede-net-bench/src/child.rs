@@ -63,10 +63,14 @@ pub enum Role {
     TcpProducer,
     /// Publishes fixed-size messages on `<prefix>/data` for a while.
     ZenohProducer,
+    /// The same, each written into a buffer of the session's shared memory.
+    ZenohShmProducer,
     /// Gets each item of its own Stampede channel and puts it into the parent's.
     StampedeEcho,
     /// Puts fixed-size items into the parent's Stampede channel for a while.
     StampedeProducer,
+    /// The same, each written into memory the connection lends.
+    StampedeLoanProducer,
     /// Gets and consumes the items of the parent's Stampede channel, noting when.
     StampedeConsumer,
 }
@@ -152,9 +156,15 @@ pub fn serve(args: &ChildArgs) -> Result<(), BenchError> {
         }
         Role::ZenohEcho => zenoh_pubsub::serve_echo(&args.key_prefix, args.size, args.count),
         Role::TcpProducer => tcp::serve_producer(args.size, duration),
-        Role::ZenohProducer => zenoh_pubsub::serve_producer(&args.key_prefix, args.size, duration),
+        Role::ZenohProducer => {
+            zenoh_pubsub::serve_producer(&args.key_prefix, args.size, duration, false)
+        }
+        Role::ZenohShmProducer => {
+            zenoh_pubsub::serve_producer(&args.key_prefix, args.size, duration, true)
+        }
         Role::StampedeEcho => stm::serve_echo(&args.app, args.size, args.count),
-        Role::StampedeProducer => stm::serve_producer(&args.app, args.size, duration),
+        Role::StampedeProducer => stm::serve_producer(&args.app, args.size, duration, false),
+        Role::StampedeLoanProducer => stm::serve_producer(&args.app, args.size, duration, true),
         Role::StampedeConsumer => stm::serve_consumer(&args.app, args.size, args.count),
     }
 }

@@ -132,11 +132,21 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchErro
 /// The consumer owns the channel, as in the paper's experiment 2 (configuration 1): the
 /// producer's puts cross the processes, the consumer's gets and consumes stay local.
 pub fn bandwidth(size: usize, duration: Duration) -> Result<Throughput, BenchError> {
+    bandwidth_of(Role::StampedeProducer, size, duration)
+}
+
+/// [`bandwidth`] with a producer that writes each item into memory its connection lends
+/// (shared memory: the put copies nothing).
+pub fn bandwidth_loaned(size: usize, duration: Duration) -> Result<Throughput, BenchError> {
+    bandwidth_of(Role::StampedeLoanProducer, size, duration)
+}
+
+fn bandwidth_of(role: Role, size: usize, duration: Duration) -> Result<Throughput, BenchError> {
     let app = app_name();
     let mut child = ChildProcess::spawn(&ChildArgs {
         seconds: duration.as_secs_f64(),
         app: app.clone(),
-        ..ChildArgs::new(Role::StampedeProducer, size)
+        ..ChildArgs::new(role, size)
     })?;
     let endpoint = child.expect("READY", STARTUP_TIMEOUT)?;
     let space = join(&app, None, Some(&endpoint))?;
@@ -290,9 +300,14 @@ pub fn serve_echo(app: &str, size: usize, count: usize) -> Result<(), BenchError
     Ok(())
 }
 
-/// Child side of [`bandwidth`]: puts `size`-byte items for `duration`, then closes the
-/// channel so the consumer knows the end.
-pub fn serve_producer(app: &str, size: usize, duration: Duration) -> Result<(), BenchError> {
+/// Child side of [`bandwidth`] (and, `loaned`, of [`bandwidth_loaned`]): puts `size`-byte
+/// items for `duration`, then closes the channel so the consumer knows the end.
+pub fn serve_producer(
+    app: &str,
+    size: usize,
+    duration: Duration,
+    loaned: bool,
+) -> Result<(), BenchError> {
     let (space, endpoint) = join_listening(app)?;
     child::announce(&format!("READY {endpoint}"))?;
     let data = space
@@ -300,12 +315,22 @@ pub fn serve_producer(app: &str, size: usize, duration: Duration) -> Result<(), 
         .map_err(BenchError::stampede("looking up the data channel"))?;
     let (task, out) = producer(&space, &data, ZoneId::DEFAULT)?;
     child::announce("LINKED")?;
-    let item = Item::from(Bytes::from(stream::payload(size)));
+    let pattern = stream::payload(size);
+    let item = Item::from(Bytes::from(pattern.clone()));
     let mut sent = 0u64;
     let deadline = Instant::now() + duration;
     while Instant::now() < deadline {
         let ts = sent as Timestamp;
-        out.put(ts, item.clone())
+        let next = if loaned {
+            let mut l = out
+                .loan(size)
+                .map_err(BenchError::stampede("borrowing memory"))?;
+            l.copy_from_slice(&pattern);
+            Item::from(l)
+        } else {
+            item.clone()
+        };
+        out.put(ts, next)
             .map_err(BenchError::stampede("putting data"))?;
         task.set_virtual_time(ts + 1)
             .map_err(BenchError::stampede("advancing the producer's time"))?;

@@ -65,6 +65,16 @@ pub fn pingpong(size: usize, round_trips: usize) -> Result<RoundTrips, BenchErro
 /// A child process publishes `size`-byte messages on `<prefix>/data` for `duration`; measures
 /// them arriving here and fails with [`BenchError::Lost`] unless every one arrived.
 pub fn bandwidth(size: usize, duration: Duration) -> Result<Throughput, BenchError> {
+    bandwidth_of(Role::ZenohProducer, size, duration)
+}
+
+/// [`bandwidth`] with a producer that writes each message into a buffer of its session's
+/// shared memory and publishes that buffer: Zenoh's own zero-copy path.
+pub fn bandwidth_shm(size: usize, duration: Duration) -> Result<Throughput, BenchError> {
+    bandwidth_of(Role::ZenohShmProducer, size, duration)
+}
+
+fn bandwidth_of(role: Role, size: usize, duration: Duration) -> Result<Throughput, BenchError> {
     assert!(
         size > 0,
         "an empty message marks the end of a bandwidth run"
@@ -73,7 +83,7 @@ pub fn bandwidth(size: usize, duration: Duration) -> Result<Throughput, BenchErr
     let mut child = ChildProcess::spawn(&ChildArgs {
         seconds: duration.as_secs_f64(),
         key_prefix: prefix.clone(),
-        ..ChildArgs::new(Role::ZenohProducer, size)
+        ..ChildArgs::new(role, size)
     })?;
     let endpoint = child.expect("READY", STARTUP_TIMEOUT)?;
     let session = open(None, Some(&endpoint))?;
@@ -138,17 +148,57 @@ pub fn serve_echo(prefix: &str, size: usize, count: usize) -> Result<(), BenchEr
 }
 
 /// Child side of [`bandwidth`].
-pub fn serve_producer(prefix: &str, size: usize, duration: Duration) -> Result<(), BenchError> {
+pub fn serve_producer(
+    prefix: &str,
+    size: usize,
+    duration: Duration,
+    shm: bool,
+) -> Result<(), BenchError> {
+    use zenoh::shm::{BlockOn, GarbageCollect, ShmProviderState};
     let session = open(Some("tcp/127.0.0.1:0"), None)?;
     let data = declare_publisher(&session, &format!("{prefix}/data"), false)?;
     child::announce(&format!("READY {}", listening_endpoint(&session)?))?;
     wait_matching(&data)?;
     child::announce("LINKED")?;
-    let payload = ZBytes::from(stream::payload(size));
+    let pattern = stream::payload(size);
+    let payload = ZBytes::from(pattern.clone());
+    // The session's own pool, polled until ready (waiting on it would take the message that
+    // tells the sending side it is ready).
+    let provider = if shm {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            match session.get_shm_provider() {
+                ShmProviderState::Ready(p) => break Some(p),
+                ShmProviderState::Initializing(_) if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                _ => {
+                    return Err(BenchError::Child(
+                        "no shared memory for the producer".into(),
+                    ))
+                }
+            }
+        }
+    } else {
+        None
+    };
     let mut sent = 0u64;
     let deadline = Instant::now() + duration;
     while Instant::now() < deadline {
-        data.put(payload.clone())
+        let msg = match &provider {
+            // Fills a buffer of the pool, waiting for room as a publisher of its own would.
+            Some(p) => {
+                let mut buf = p
+                    .alloc(size)
+                    .with_policy::<BlockOn<GarbageCollect>>()
+                    .wait()
+                    .map_err(|e| BenchError::Child(format!("shared memory: {e:?}")))?;
+                buf.copy_from_slice(&pattern);
+                ZBytes::from(buf)
+            }
+            None => payload.clone(),
+        };
+        data.put(msg)
             .wait()
             .map_err(BenchError::zenoh("publishing data"))?;
         sent += 1;

@@ -1,9 +1,11 @@
 //! Runs the Stampede side between two processes with a few round trips, and turns measured
 //! series into the records of `net.json`; checks the output, never the timings.
 
+use std::time::Duration;
+
 use stampede_net_bench::{
-    child, records, stm, write_json, Series, BANDWIDTH_METRIC, PINGPONG_METRIC, RECLAIM_LAG_P99,
-    STAMPEDE_NAME,
+    child, records, stm, write_json, zenoh_pubsub, Series, BANDWIDTH_METRIC, LOANED_METRIC,
+    PINGPONG_METRIC, RECLAIM_LAG_P99, STAMPEDE_NAME,
 };
 
 #[test]
@@ -15,6 +17,41 @@ fn stampede_pingpong_between_two_processes() {
         assert!(run.one_way_us.iter().all(|&us| us > 0.0), "{run:?}");
         assert!(run.note.is_some(), "the channels' occupancy is reported");
     }
+}
+
+#[test]
+fn loaned_items_stream_between_two_processes() {
+    // Every item a producer wrote into lent shared memory arrives (the runs fail otherwise),
+    // for Stampede's loans and for the Zenoh baseline's own buffers.
+    child::use_executable(env!("CARGO_BIN_EXE_stampede-net-bench"));
+    for run in [stm::bandwidth_loaned, zenoh_pubsub::bandwidth_shm] {
+        let t = run(64 << 10, Duration::from_millis(200)).unwrap();
+        assert!(t.messages > 0, "{t:?}");
+    }
+    let rows = records(&[
+        Series {
+            payload_bytes: 64 << 10,
+            ..series(LOANED_METRIC, STAMPEDE_NAME, "MB/s", &[700.0])
+        },
+        Series {
+            payload_bytes: 64 << 10,
+            ..series(LOANED_METRIC, "zenoh_pubsub", "MB/s", &[1000.0])
+        },
+        Series {
+            payload_bytes: 64 << 10,
+            ..series(BANDWIDTH_METRIC, STAMPEDE_NAME, "MB/s", &[700.0])
+        },
+        Series {
+            payload_bytes: 64 << 10,
+            ..series(BANDWIDTH_METRIC, "zenoh_pubsub", "MB/s", &[1000.0])
+        },
+    ]);
+    let met: Vec<_> = rows.iter().map(|r| (r.metric.as_str(), r.met())).collect();
+    // Lent memory must reach 0.8x Zenoh; ordinary items at 64 KiB 0.5x.
+    assert_eq!(
+        met,
+        [(LOANED_METRIC, Some(false)), (BANDWIDTH_METRIC, Some(true))]
+    );
 }
 
 fn series(metric: &'static str, system: &'static str, unit: &'static str, raw: &[f64]) -> Series {

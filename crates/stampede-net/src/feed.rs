@@ -163,7 +163,12 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
         counted: stored.as_ref().is_some_and(|s| s.1),
         item: stored.map(|(item, _)| WireItem {
             tag: item.tag(),
-            data: item.wire().clone(),
+            // Several readers get one buffer, copied into shared memory at most once.
+            data: if readers.len() > 1 {
+                zbytes::shared(&sh.counters, &sh.session, item.wire())
+            } else {
+                item.wire().clone()
+            },
         }),
     });
     for r in readers {

@@ -161,6 +161,30 @@ pub(crate) fn lend(session: &zenoh::Session, len: usize) -> Option<Box<dyn LoanB
     Some(Box::new(ShmLoan(buf)))
 }
 
+/// `t` in a buffer Zenoh sends as it is: `t` itself if it arrived or was lent in one, else a
+/// copy in the session's shared memory, made once for a message that goes to several
+/// spaces (Zenoh would copy it for each; the copy counts in `sent_fresh`). `t` when there is
+/// no room, or it is small.
+pub(crate) fn shared(c: &Counters, session: &zenoh::Session, t: &Bytes) -> Bytes {
+    if t.len() < COPY_BELOW || is_remembered(t) {
+        return t.clone();
+    }
+    match lend(session, t.len()) {
+        Some(mut buf) => {
+            buf.as_mut_slice().copy_from_slice(t);
+            c.sent_fresh.fetch_add(1, Ordering::Relaxed);
+            buf.freeze()
+        }
+        None => t.clone(),
+    }
+}
+
+fn is_remembered(t: &Bytes) -> bool {
+    lock(received())
+        .get(&(t.as_ptr() as usize))
+        .is_some_and(|w| w.strong_count() > 0)
+}
+
 /// The ZBytes for an item's bytes: the buffer they arrived in (or were lent in), if any.
 fn item_payload(c: &Counters, t: &Bytes) -> ZBytes {
     let found = lock(received())

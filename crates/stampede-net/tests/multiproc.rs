@@ -1551,3 +1551,45 @@ fn mapped_at(p: *const u8) -> Option<(u64, u64)> {
         (start <= p && p < end && inode != 0).then_some((inode, offset + (p - start)))
     })
 }
+
+#[test]
+fn an_item_pushed_to_several_readers_is_copied_once() {
+    let (space, ep, app) = router("fan-out");
+    let ch = space
+        .channel(ContainerOptions::unbounded().name("mix"))
+        .unwrap();
+    let readers: Vec<Space> = (0..2)
+        .map(|_| Space::join(&app, peer_of(&ep)).unwrap())
+        .collect();
+    let tasks: Vec<_> = readers.iter().map(|r| r.task(0).unwrap()).collect();
+    let inputs: Vec<_> = readers
+        .iter()
+        .zip(&tasks)
+        .map(|(r, t)| {
+            t.attach_input(&r.lookup_channel("mix", T).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let t = space.task(0).unwrap();
+    let out = t.attach_output(&ch).unwrap();
+    let n = 4;
+    for ts in 0..n {
+        out.put(ts, vec![ts as u8; 200_000]).unwrap();
+    }
+    for i in &inputs {
+        for ts in 0..n {
+            let (got, item) = i.get_timeout(Selector::NextUnseen, T).unwrap();
+            assert_eq!((got, item.as_bytes().unwrap().len()), (ts, 200_000));
+        }
+    }
+    let s = space.stats();
+    // Each item went into shared memory once and to both readers as that buffer (a get the
+    // owner answered, on a slow machine, would send the stored item itself: fresh).
+    assert_eq!(s.pushed, 2 * n as u64, "{s:?}");
+    assert_eq!(s.sent_as_received, 2 * n as u64, "{s:?}");
+    assert!(s.sent_fresh >= n as u64, "{s:?}");
+    drop((inputs, tasks, out, t));
+    for r in readers {
+        r.leave();
+    }
+}
