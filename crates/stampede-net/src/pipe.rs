@@ -146,6 +146,9 @@ impl Pipe {
         while st.flight.len() >= self.window
             || (!st.flight.is_empty() && st.bytes + bytes > WINDOW_BYTES)
         {
+            // No credit: the owner's channel is full and reclaims only once this space's
+            // raised mark (its puts answered since) reaches it.
+            sh.hurry_marks(self.zone);
             if p.interrupted.is_some_and(|stop| stop()) {
                 return fail(PutErrorKind::Interrupted);
             }

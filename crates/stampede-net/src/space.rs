@@ -36,6 +36,9 @@ pub(crate) struct Cache {
     pub(crate) items: HashMap<(String, u64), BTreeMap<Timestamp, Item>>,
 }
 
+/// The shortest time between two hurried marks messages.
+const HURRY_EVERY: Duration = Duration::from_micros(500);
+
 /// At most this many items per remote channel stay cached.
 pub(crate) const CACHE_PER_CHANNEL: usize = 32;
 
@@ -114,6 +117,9 @@ pub(crate) struct Shared {
     pub(crate) views: Views,
     /// Pushes received, for [`Config::push_loss`].
     pushes_seen: AtomicU64,
+    /// Zones whose marks should be collected and sent now (see [`Shared::hurry_marks`]).
+    hurry: Sender<u32>,
+    last_hurry: Mutex<Option<Instant>>,
     pub(crate) pool: server::Pool,
     /// Output connections to remote channels with puts in flight, by (owner, connection).
     pub(crate) pipes: Mutex<HashMap<(String, u64), Weak<Pipe>>>,
@@ -360,6 +366,22 @@ impl Shared {
         }
     }
 
+    /// Collects `zone` and sends this space's marks now, not at the next pass: another space
+    /// waits for them (a put of this space waits for a credit, so the owner's channel is
+    /// full, and only this space's raised mark lets it reclaim). At most once per
+    /// [`HURRY_EVERY`].
+    pub(crate) fn hurry_marks(&self, zone: ZoneId) {
+        let now = Instant::now();
+        {
+            let mut last = lock(&self.last_hurry);
+            if last.is_some_and(|t| now - t < HURRY_EVERY) {
+                return;
+            }
+            *last = Some(now);
+        }
+        let _ = self.hurry.try_send(zone.0);
+    }
+
     /// Whether this space has puts into `owner`'s channel `container` unanswered.
     pub(crate) fn puts_in_flight(&self, owner: &str, container: u64) -> bool {
         lock(&self.pipes)
@@ -548,6 +570,7 @@ impl Space {
         }
         let rt = rt.build();
         let (feeds, push_rx) = Feeds::new();
+        let (hurry, hurried) = crossbeam_channel::bounded(1);
         let (events, queues) = Events::new();
         let sh = Arc::new(Shared {
             app: app.to_owned(),
@@ -569,13 +592,15 @@ impl Space {
             feeds,
             views: Views::default(),
             pushes_seen: AtomicU64::new(0),
+            hurry,
+            last_hurry: Mutex::new(None),
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             events,
             keep: Mutex::default(),
         });
         let space = Space { sh };
-        space.start(push_rx)?;
+        space.start(push_rx, hurried)?;
         let sub = Events::start(&space.sh, queues).map_err(NetError::Connect)?;
         space.keep(sub);
         // From now on the runtime's names and lookups are the application's.
@@ -615,7 +640,11 @@ impl Space {
         Ok(())
     }
 
-    fn start(&self, push_rx: Receiver<(u64, Timestamp, u64)>) -> Result<(), NetError> {
+    fn start(
+        &self,
+        push_rx: Receiver<(u64, Timestamp, u64)>,
+        hurried: Receiver<u32>,
+    ) -> Result<(), NetError> {
         let sh = &self.sh;
         let z = |e: zenoh::Error| NetError::Connect(zenoh_text(&e));
         // Membership: who is alive, who left.
@@ -747,16 +776,26 @@ impl Space {
             .name("stampede-marks".into())
             .spawn(move || {
                 // Changes are sent as passes find them, and all marks again every second,
-                // for a space that joined in between.
+                // for a space that joined in between; a zone others wait on is collected
+                // and sent at once.
                 loop {
-                    let r = rx.recv_timeout(Duration::from_secs(1));
+                    let r = crossbeam_channel::select! {
+                        recv(rx) -> r => r.map(|()| None),
+                        recv(hurried) -> r => r.map(Some),
+                        default(Duration::from_secs(1)) => {
+                            let Some(sh) = weak.upgrade() else { return };
+                            sh.publish_marks();
+                            continue;
+                        }
+                    };
                     let Some(sh) = weak.upgrade() else { return };
                     match r {
-                        Ok(()) => sh.publish_if_stale(),
-                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                            sh.publish_marks();
+                        Ok(None) => sh.publish_if_stale(),
+                        Ok(Some(zone)) => {
+                            sh.rt.collect_zone(ZoneId(zone));
+                            sh.publish_if_stale();
                         }
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                        Err(_) => return,
                     }
                 }
             })
