@@ -542,3 +542,13 @@ def test_a_loan_on_a_local_channel_is_plain_memory() -> None:
         assert not out.loan(8).in_place
         with pytest.raises(sp.InvalidArgument):
             out.loan_array(2, ">f8")
+        b = out.loan_array(4, np.uint8)
+        b[:] = 200
+        out.put(2, b.view(np.int8))  # another type over the loan: stored as put, copied
+        assert inp.get(2)[1].dtype == np.int8
+        c = out.loan_array((2, 2), np.uint16)
+        c[:] = 5
+        out.put(3, c)
+        with pytest.raises(ValueError):
+            c.base[0] = 1  # the array it views is read-only too once put
+        assert inp.get(3)[1].tolist() == [[5, 5], [5, 5]]

@@ -502,14 +502,18 @@ impl RemoteLink {
             let in_flight = sh.puts_in_flight(self.owner(), self.container);
             // The cache's lock first: a push lands in the cache, then in the views.
             let cache = lock(&sh.cache.items);
-            let answer = lock(view).select(sel, in_flight);
-            match answer {
+            let mut v = lock(view);
+            match v.select(sel, in_flight) {
                 Answer::Here(ts) => {
                     let item = cache.items.get(&key).and_then(|m| m.get(&ts).cloned())?;
+                    // Under the same lock as the selection: two threads on one connection
+                    // never both get one item.
+                    v.got(ts);
                     break (ts, item);
                 }
                 Answer::Ask => return None,
                 Answer::Nothing => {
+                    drop(v);
                     let left = local_until?.checked_duration_since(Instant::now())?;
                     drop(
                         sh.cache
@@ -520,9 +524,6 @@ impl RemoteLink {
                 }
             }
         };
-        let mut v = lock(view);
-        v.got(ts);
-        drop(v);
         self.sh().counters.view_hits.fetch_add(1, Ordering::Relaxed);
         // The owner applies the get to its connection too; nothing waits for it. One not
         // sent means the owner is unreachable, which the next operation reports.
@@ -681,9 +682,11 @@ impl Link for RemoteLink {
             w => w,
         };
         let got = self.fetch(sel, wait, true)?;
-        let mut v = lock(view);
-        v.reached(got.seq);
-        v.got(got.ts);
+        // Every view of this space reads from this state on, not only this connection's.
+        self.sh()
+            .views
+            .reached(self.owner(), self.container, got.seq);
+        lock(view).got(got.ts);
         Ok(Got { seq: 0, ..got })
     }
 

@@ -355,8 +355,10 @@ impl Shared {
                     .get(&(owner.to_owned(), ack.conn))
                     .and_then(Weak::upgrade);
                 if let Some(p) = pipe {
-                    p.acked(self, &ack);
+                    // Before the put stops counting as in flight: a get that no longer
+                    // sees it there must see the state that includes it.
                     self.views.reached(owner, p.container(), ack.arrival);
+                    p.acked(self, &ack);
                 }
             }
             Err(e) => {

@@ -110,26 +110,39 @@ impl View {
     /// A snapshot: the items visible on the connection at the owner, read after its arrival
     /// number `seq`. Items it names that this view did not know are asked for before use.
     pub(crate) fn snapshot(&mut self, seq: u64, visible: &[Timestamp]) {
+        if self.complete.is_some_and(|c| c >= seq) && self.ahead.is_empty() {
+            // Healed meanwhile by the late pushes, and newer than the snapshot: keep it.
+            self.gap_since = None;
+            return;
+        }
         let mut told = std::mem::take(&mut self.items);
-        // Pushes the snapshot covers still say whether their items are counted.
+        let mut gone = BTreeSet::new();
+        // Pushes the snapshot covers still say whether their items are counted, or gone.
         let later = self.ahead.split_off(&(seq + 1));
         for a in std::mem::replace(&mut self.ahead, later).into_values() {
-            told.insert(
-                a.ts,
-                Known {
-                    ask: a.counted,
-                    pushed: true,
-                },
-            );
+            if !a.present {
+                gone.insert(a.ts);
+                continue;
+            }
+            let k = Known {
+                ask: a.counted,
+                pushed: true,
+            };
+            told.insert(a.ts, k);
         }
         self.items = visible
             .iter()
             .filter(|&&ts| ts >= self.consumed_below && !self.absent.contains(&ts))
+            .filter(|ts| !gone.contains(ts))
             .map(|&ts| (ts, told.get(&ts).copied().unwrap_or(Known::UNPUSHED)))
             .collect();
         self.complete = Some(seq);
         self.gap_since = None;
         self.drain();
+        if !self.ahead.is_empty() {
+            // Still a gap past the snapshot: rebuilt again if it stays open.
+            self.gap_since = Some(Instant::now());
+        }
     }
 
     /// A pushed arrival.

@@ -145,7 +145,7 @@ static NP_ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// Turns a Python value into an item (see the module docs for the rules).
 pub(crate) fn to_item(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Item> {
     if let Ok(l) = obj.cast::<crate::loan::Loan>() {
-        return Ok(l.get().take());
+        return Ok(l.get().take(0));
     }
     if let Ok(b) = obj.cast_exact::<PyBytes>() {
         let data = owned_bytes(obj, b.as_bytes());
@@ -180,7 +180,7 @@ pub(crate) fn to_item(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Item> 
     }
     let ndarray = cached(py, &NP_NDARRAY, "numpy", "ndarray")?;
     if obj.is_instance(ndarray)? {
-        if let Some(item) = crate::loan::from_array(obj, ndarray)? {
+        if let Some(item) = crate::loan::from_array(py, obj, ndarray)? {
             return Ok(item);
         }
         if let Some(item) = array_item(py, obj)? {

@@ -4,6 +4,7 @@
 //! by the producer, and reach the readers as they are.
 
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -31,26 +32,45 @@ pub(crate) struct Loan {
     addr: usize,
     len: usize,
     in_place: bool,
+    /// An array loan's element type and shape (`None`: raw bytes).
+    array: Option<(DType, Vec<usize>)>,
+    /// Writable views of the memory given out and not yet released: while one is left
+    /// besides the one being put, a put copies (the memory could still change).
+    writable: AtomicUsize,
 }
+
+/// Marks a buffer view given out writable, so its release is counted.
+const WRITABLE_VIEW: *mut std::ffi::c_void = 1 as *mut std::ffi::c_void;
 
 fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Loan {
-    pub(crate) fn new(mut l: stampede_core::Loan) -> Loan {
+    pub(crate) fn new(mut l: stampede_core::Loan, array: Option<(DType, Vec<usize>)>) -> Loan {
         let (addr, len) = (l.as_mut_ptr() as usize, l.len());
         Loan {
             in_place: l.in_place(),
             state: Mutex::new(State::Lent(l)),
             addr,
             len,
+            array,
+            writable: AtomicUsize::new(0),
         }
     }
 
-    /// The item to put: the loan's memory as it is. Taking it again (a retried put) gives
-    /// the same memory.
-    pub(crate) fn take(&self) -> Item {
+    /// The item to put: the loan's memory as it is, unless more than `views` writable
+    /// views of it are still out (then a copy). Taking it again (a retried put) gives the
+    /// same memory.
+    pub(crate) fn take(&self, views: usize) -> Item {
+        let item = self.freeze();
+        if self.writable.load(Ordering::Acquire) > views {
+            return Item::from_wire(item.tag(), Bytes::copy_from_slice(item.wire()));
+        }
+        item
+    }
+
+    fn freeze(&self) -> Item {
         let mut st = lock(&self.state);
         if let State::Lent(_) = &*st {
             let State::Lent(l) =
@@ -91,6 +111,9 @@ impl Loan {
         }
         let this = slf.get();
         let writable = matches!(*lock(&this.state), State::Lent(_));
+        if writable {
+            this.writable.fetch_add(1, Ordering::AcqRel);
+        }
         if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE && !writable {
             return Err(PyBufferError::new_err("this loan was put: it is read-only"));
         }
@@ -119,13 +142,22 @@ impl Loan {
                 std::ptr::null_mut()
             };
             (*view).suboffsets = std::ptr::null_mut();
-            (*view).internal = std::ptr::null_mut();
+            (*view).internal = if writable {
+                WRITABLE_VIEW
+            } else {
+                std::ptr::null_mut()
+            };
             (*view).obj = slf.into_any().into_ptr();
         }
         Ok(())
     }
 
-    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: `view` is a buffer this object filled in `__getbuffer__`.
+        if !view.is_null() && unsafe { (*view).internal } == WRITABLE_VIEW {
+            self.writable.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// A numpy array over a new loan's elements, writable until it is put.
@@ -135,7 +167,10 @@ pub(crate) fn array<'py>(
     dtype: &Bound<'py, PyAny>,
     shape: &[usize],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let owner = Bound::new(py, Loan::new(loan))?;
+    let owner = Bound::new(
+        py,
+        Loan::new(loan, Some((dtype_of_np(py, dtype)?, shape.to_vec()))),
+    )?;
     let np = py.import("numpy")?;
     let flat = np.call_method1("frombuffer", (owner, dtype))?;
     flat.call_method1("reshape", (shape.to_vec(),))
@@ -160,9 +195,15 @@ pub(crate) fn dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<(DType
         })
 }
 
-/// The item a numpy array puts when it spans a whole loan's elements (it then becomes
-/// read-only); `None` for any other array, which is stored as usual.
+fn dtype_of_np(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
+    self::dtype(py, dtype).map(|d| d.0)
+}
+
+/// The item a numpy array puts when it is an array loan's elements, with the loan's type
+/// and shape (it and the arrays it views become read-only); `None` for any other array,
+/// which is stored as usual (copied).
 pub(crate) fn from_array(
+    py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     ndarray: &Bound<'_, PyAny>,
 ) -> PyResult<Option<Item>> {
@@ -175,12 +216,21 @@ pub(crate) fn from_array(
     for _ in 0..64 {
         let next = if let Ok(l) = cur.cast::<Loan>() {
             let l = l.get();
-            if !(contiguous && addr == l.addr && nbytes == l.len) {
-                // Part of a loan: an ordinary array, copied.
+            let Some((dtype, shape)) = &l.array else {
+                return Ok(None);
+            };
+            let same = contiguous
+                && addr == l.addr
+                && nbytes == l.len
+                && obj.getattr("shape")?.extract::<Vec<usize>>()? == *shape
+                && dtype_of_np(py, &obj.getattr("dtype")?).ok() == Some(*dtype);
+            if !same {
+                // Part of a loan, or another view of it: an ordinary array, copied.
                 return Ok(None);
             }
-            let item = l.take();
-            obj.getattr("flags")?.setattr("writeable", false)?;
+            // The array the loan was lent as holds one writable view.
+            let item = l.take(1);
+            read_only(obj, ndarray)?;
             return Ok(Some(item));
         } else if cur.is_instance(ndarray)? {
             cur.getattr("base")?
@@ -195,4 +245,21 @@ pub(crate) fn from_array(
         cur = next;
     }
     Ok(None)
+}
+
+/// Makes `obj` and the arrays it views read-only: the memory is a stored item's now.
+fn read_only(obj: &Bound<'_, PyAny>, ndarray: &Bound<'_, PyAny>) -> PyResult<()> {
+    let mut cur = obj.clone();
+    for _ in 0..64 {
+        if !cur.is_instance(ndarray)? {
+            break;
+        }
+        cur.getattr("flags")?.setattr("writeable", false)?;
+        let base = cur.getattr("base")?;
+        if base.is_none() {
+            break;
+        }
+        cur = base;
+    }
+    Ok(())
 }

@@ -90,7 +90,7 @@ impl ChannelOutput {
     fn loan(&self, py: Python<'_>, nbytes: usize) -> PyResult<crate::loan::Loan> {
         let conn = self.conn.get(py)?;
         let l = conn.loan(nbytes).map_err(|e| errors::stm_error(py, e))?;
-        Ok(crate::loan::Loan::new(l))
+        Ok(crate::loan::Loan::new(l, None))
     }
 
     /// Lends a writable numpy array of ``shape`` and ``dtype`` to fill in place and put
