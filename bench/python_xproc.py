@@ -34,6 +34,16 @@ def _endpoint() -> str:
         return f"tcp/127.0.0.1:{s.getsockname()[1]}"
 
 
+def _made(out: sp.ChannelOutput, src: np.ndarray) -> np.ndarray:
+    """``src`` made afresh, as a producer of new frames would: a large one in memory the
+    connection lends (the put then copies nothing), a small one as an ordinary array."""
+    if src.nbytes < 4096:
+        return src
+    frame: np.ndarray = out.loan_array(src.shape, src.dtype)
+    frame[:] = src
+    return frame
+
+
 def _array(size: int) -> np.ndarray:
     return np.arange(size, dtype=np.uint64).astype(np.uint8)
 
@@ -77,7 +87,7 @@ def pingpong(size: int, n: int) -> float:
             one_way = []
             for ts in range(n):
                 start = time.perf_counter()
-                out.put(ts, ping)
+                out.put(ts, _made(out, ping))
                 got, pong = inp.get(sp.NEXT_UNSEEN, timeout=TIMEOUT)
                 assert got == ts and len(pong) == size
                 inp.consume(ts)
@@ -136,7 +146,7 @@ def _child(role: str, app: str, ep: str, size: int, arg: str) -> None:
                 out = t.attach_output(data)
                 ts, end = 0, time.perf_counter() + float(arg)
                 while time.perf_counter() < end:
-                    out.put(ts, arr)
+                    out.put(ts, _made(out, arr))
                     ts += 1
                     t.set_virtual_time(ts)
                 out.flush()
