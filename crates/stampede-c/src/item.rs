@@ -120,6 +120,21 @@ unsafe fn slice<'a>(data: *const c_void, len: usize) -> Result<&'a [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })
 }
 
+/// The `ndim` dimensions at `shape` (which may be NULL when `ndim` is 0).
+///
+/// # Safety
+/// `shape` is NULL or readable for `ndim` values.
+pub(crate) unsafe fn dims<'a>(ndim: usize, shape: *const usize) -> Result<&'a [usize]> {
+    if ndim == 0 {
+        Ok(&[])
+    } else if shape.is_null() {
+        Err(Error::invalid("shape is NULL but ndim is not 0"))
+    } else {
+        // SAFETY: readable for ndim values by the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts(shape, ndim) })
+    }
+}
+
 pub(crate) fn dtype(code: i32) -> Result<DType> {
     u8::try_from(code)
         .ok()
@@ -179,14 +194,8 @@ pub unsafe extern "C" fn stp_item_array(
     guard(|| {
         need_out(out, "out")?;
         let d = dtype(dtype_code)?;
-        let dims: &[usize] = if ndim == 0 {
-            &[]
-        } else if shape.is_null() {
-            return Err(Error::invalid("shape is NULL but ndim is not 0"));
-        } else {
-            // SAFETY: readable for ndim values by the caller's contract.
-            unsafe { std::slice::from_raw_parts(shape, ndim) }
-        };
+        // SAFETY: forwarded contract.
+        let dims = unsafe { dims(ndim, shape) }?;
         // SAFETY: forwarded contract.
         let bytes = Bytes::copy_from_slice(unsafe { slice(data, len) }?);
         let array =

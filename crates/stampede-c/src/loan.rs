@@ -8,7 +8,7 @@ use stampede_core::{Item, Loan};
 
 use crate::error::{guard, guard_value, handle, need_out, put_out, release, stp_status};
 use crate::error::{Error, Result};
-use crate::item::{dtype, new_item, stp_item};
+use crate::item::{dims, dtype, new_item, stp_item};
 use crate::stm::stp_channel_out;
 
 /// Memory lent for one item: fill it, then turn it into the item to put with
@@ -76,14 +76,8 @@ pub unsafe extern "C" fn stp_item_loan_array(
         need_out(out, "out")?;
         need_out(data, "data")?;
         let d = dtype(dtype_code)?;
-        let dims: &[usize] = if ndim == 0 {
-            &[]
-        } else if shape.is_null() {
-            return Err(Error::invalid("shape is NULL but ndim is not 0"));
-        } else {
-            // SAFETY: readable for ndim values by the caller's contract.
-            unsafe { std::slice::from_raw_parts(shape, ndim) }
-        };
+        // SAFETY: forwarded contract.
+        let dims = unsafe { dims(ndim, shape) }?;
         // SAFETY: forwarded contract.
         let c = unsafe { handle(conn, "conn")? };
         let l = c.c.loan_array(d, dims)?;
