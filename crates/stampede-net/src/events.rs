@@ -332,7 +332,7 @@ fn send(sh: &Shared, e: Outgoing, seq: u64) {
         }),
     });
     for space in spaces {
-        let f = zbytes::frame(&sh.counters, msg.clone());
+        let f = zbytes::frame(&sh.counters.sends, msg.clone());
         let sent = sh
             .session
             .put(sh.key("event", &space), f.payload)

@@ -165,7 +165,7 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
             tag: item.tag(),
             // Several readers get one buffer, copied into shared memory at most once.
             data: if readers.len() > 1 {
-                zbytes::shared(&sh.counters, &sh.session, item.wire())
+                zbytes::shared(&sh.counters.sends, &sh.session, item.wire())
             } else {
                 item.wire().clone()
             },
@@ -176,7 +176,7 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
             continue;
         }
         let key = format!("{}/{}", sh.key("push", &r), sh.id);
-        let f = zbytes::frame(&sh.counters, msg.clone());
+        let f = zbytes::frame(&sh.counters.sends, msg.clone());
         // Blocking here only delays later pushes: puts never wait for this thread.
         let put = sh
             .session

@@ -190,7 +190,7 @@ impl Pipe {
         }
         let sending = lock(&self.sending);
         drop(st);
-        let f = zbytes::frame(&sh.counters, msg);
+        let f = zbytes::frame(&sh.counters.sends, msg);
         let sent = self
             .publisher
             .put(f.payload)

@@ -47,7 +47,7 @@ pub(crate) fn call_within(
     if sh.is_dead(owner) {
         return fail(format!("address space {owner} has left"));
     }
-    let f = zbytes::frame(&sh.counters, wire::encode_request(req));
+    let f = zbytes::frame(&sh.counters.sends, wire::encode_request(req));
     let replies = match sh
         .session
         .get(sh.key("op", owner))
@@ -102,7 +102,7 @@ pub(crate) fn send(sh: &Shared, owner: &str, req: &Request) {
     if sh.is_dead(owner) {
         return;
     }
-    let f = zbytes::frame(&sh.counters, wire::encode_request(req));
+    let f = zbytes::frame(&sh.counters.sends, wire::encode_request(req));
     let _ = sh
         .session
         .get(sh.key("op", owner))
@@ -589,7 +589,7 @@ impl RemoteLink {
         };
         let failed = sh.counters.consume_failed.clone();
         let owner = self.owner().to_owned();
-        let f = zbytes::frame(&sh.counters, wire::encode_request(&req));
+        let f = zbytes::frame(&sh.counters.sends, wire::encode_request(&req));
         sh.session
             .get(sh.key("op", &owner))
             .payload(f.payload)

@@ -84,7 +84,7 @@ impl Pool {
 }
 
 fn reply(sh: &Shared, q: &Query, r: &Reply) {
-    let f = zbytes::frame(&sh.counters, wire::encode_reply(r));
+    let f = zbytes::frame(&sh.counters.sends, wire::encode_reply(r));
     let sent = q
         .reply(q.key_expr().clone(), f.payload)
         .attachment(f.attachment)

@@ -158,8 +158,7 @@ pub(crate) struct Counters {
     pub(crate) view_snapshots: AtomicU64,
     pub(crate) seen_refused: AtomicU64,
     pub(crate) loans_shared: AtomicU64,
-    pub(crate) sent_as_received: AtomicU64,
-    pub(crate) sent_fresh: AtomicU64,
+    pub(crate) sends: zbytes::Sends,
     pub(crate) loans_plain: AtomicU64,
 }
 
@@ -905,8 +904,8 @@ impl Space {
             view_hits: l(&c.view_hits),
             view_snapshots: l(&c.view_snapshots),
             seen_refused: l(&c.seen_refused),
-            sent_as_received: l(&c.sent_as_received),
-            sent_fresh: l(&c.sent_fresh),
+            sent_as_received: l(&c.sends.as_received),
+            sent_fresh: l(&c.sends.fresh),
             loans_shared: l(&c.loans_shared),
             loans_plain: l(&c.loans_plain),
         }

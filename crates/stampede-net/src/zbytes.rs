@@ -10,7 +10,7 @@
 //! `sent_fresh`.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use bytes::Bytes;
@@ -18,12 +18,19 @@ use stampede_core::LoanBuffer;
 use zenoh::bytes::ZBytes;
 use zenoh::shm::{PosixShmProviderBackend, ShmProvider, ShmProviderState, ZShmMut};
 
-use crate::space::Counters;
 use crate::wire::Encoded;
 
 /// Below this size an item travels inside its message and is copied on receipt: keeping a
 /// whole payload alive for it costs more.
 const COPY_BELOW: usize = 4096;
+
+/// Large items sent: in the buffer they arrived or were lent in, or handed to Zenoh afresh
+/// (which copies them into shared memory or onto the link).
+#[derive(Debug, Default)]
+pub(crate) struct Sends {
+    pub(crate) as_received: AtomicU64,
+    pub(crate) fresh: AtomicU64,
+}
 
 /// A message as Zenoh carries it.
 pub(crate) struct Framed {
@@ -165,14 +172,14 @@ pub(crate) fn lend(session: &zenoh::Session, len: usize) -> Option<Box<dyn LoanB
 /// copy in the session's shared memory, made once for a message that goes to several
 /// spaces (Zenoh would copy it for each; the copy counts in `sent_fresh`). `t` when there is
 /// no room, or it is small.
-pub(crate) fn shared(c: &Counters, session: &zenoh::Session, t: &Bytes) -> Bytes {
+pub(crate) fn shared(c: &Sends, session: &zenoh::Session, t: &Bytes) -> Bytes {
     if t.len() < COPY_BELOW || is_remembered(t) {
         return t.clone();
     }
     match lend(session, t.len()) {
         Some(mut buf) => {
             buf.as_mut_slice().copy_from_slice(t);
-            c.sent_fresh.fetch_add(1, Ordering::Relaxed);
+            c.fresh.fetch_add(1, Ordering::Relaxed);
             buf.freeze()
         }
         None => t.clone(),
@@ -186,25 +193,25 @@ fn is_remembered(t: &Bytes) -> bool {
 }
 
 /// The ZBytes for an item's bytes: the buffer they arrived in (or were lent in), if any.
-fn item_payload(c: &Counters, t: &Bytes) -> ZBytes {
+fn item_payload(c: &Sends, t: &Bytes) -> ZBytes {
     let found = lock(received())
         .get(&(t.as_ptr() as usize))
         .and_then(Weak::upgrade)
         .filter(|z| z.slices().next().is_some_and(|s| s.len() == t.len()));
     match found {
         Some(z) => {
-            c.sent_as_received.fetch_add(1, Ordering::Relaxed);
+            c.as_received.fetch_add(1, Ordering::Relaxed);
             (*z).clone()
         }
         None => {
-            c.sent_fresh.fetch_add(1, Ordering::Relaxed);
+            c.fresh.fetch_add(1, Ordering::Relaxed);
             ZBytes::from(t.clone())
         }
     }
 }
 
 /// An encoded message as Zenoh sends it.
-pub(crate) fn frame(c: &Counters, e: Encoded) -> Framed {
+pub(crate) fn frame(c: &Sends, e: Encoded) -> Framed {
     match &e.tail {
         Some(t) if t.len() >= COPY_BELOW => Framed {
             payload: item_payload(c, t),
@@ -228,7 +235,7 @@ mod tests {
     #[test]
     fn a_received_item_is_sent_on_in_its_own_buffer() {
         let item = Bytes::from(vec![7u8; 10_000]);
-        let c = Counters::default();
+        let c = Sends::default();
         let sent = frame(
             &c,
             Encoded {
@@ -247,9 +254,9 @@ mod tests {
                 tail: Some(tail.clone()),
             },
         );
-        assert_eq!(c.sent_fresh.load(Ordering::Relaxed), 1);
+        assert_eq!(c.fresh.load(Ordering::Relaxed), 1);
         assert_eq!(
-            c.sent_as_received.load(Ordering::Relaxed),
+            c.as_received.load(Ordering::Relaxed),
             1,
             "sent on as it came"
         );
@@ -261,7 +268,7 @@ mod tests {
     #[test]
     fn small_items_travel_inside_their_message() {
         let sent = frame(
-            &Counters::default(),
+            &Sends::default(),
             Encoded {
                 head: Bytes::from_static(b"head"),
                 tail: Some(Bytes::from_static(b"item")),

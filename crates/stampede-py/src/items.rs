@@ -23,8 +23,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
-use stampede_core::{DType, Item, ItemType, MarshalError, NdArray, TypeTag};
+use stampede_core::{Item, ItemType, MarshalError, NdArray, TypeTag};
 
+use crate::dtype::{buffer_format, dtype_of};
 use crate::errors;
 
 /// Items holding a pickle of a Python object.
@@ -379,51 +380,6 @@ impl ItemView {
     }
 
     unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
-}
-
-const LONG_IS_64: bool = std::mem::size_of::<std::ffi::c_long>() == 8;
-
-fn buffer_format(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "?",
-        DType::U8 => "B",
-        DType::I8 => "b",
-        DType::U16 => "H",
-        DType::I16 => "h",
-        DType::U32 => "I",
-        DType::I32 => "i",
-        // numpy's default integer is C `long` where that has 64 bits.
-        DType::U64 if LONG_IS_64 => "L",
-        DType::I64 if LONG_IS_64 => "l",
-        DType::U64 => "Q",
-        DType::I64 => "q",
-        DType::F16 => "e",
-        DType::F32 => "f",
-        DType::F64 => "d",
-    }
-}
-
-/// The core dtype of a buffer format string, if it has one (native or little-endian only).
-pub(crate) fn dtype_of(format: &[u8], itemsize: isize) -> Option<DType> {
-    let code = match format {
-        [b'@' | b'=' | b'<', c] | [c] => *c,
-        _ => return None,
-    };
-    Some(match (code, itemsize) {
-        (b'?', 1) => DType::Bool,
-        (b'b' | b'h' | b'i' | b'l' | b'q' | b'n', 1) => DType::I8,
-        (b'b' | b'h' | b'i' | b'l' | b'q' | b'n', 2) => DType::I16,
-        (b'b' | b'h' | b'i' | b'l' | b'q' | b'n', 4) => DType::I32,
-        (b'b' | b'h' | b'i' | b'l' | b'q' | b'n', 8) => DType::I64,
-        (b'B' | b'H' | b'I' | b'L' | b'Q' | b'N', 1) => DType::U8,
-        (b'B' | b'H' | b'I' | b'L' | b'Q' | b'N', 2) => DType::U16,
-        (b'B' | b'H' | b'I' | b'L' | b'Q' | b'N', 4) => DType::U32,
-        (b'B' | b'H' | b'I' | b'L' | b'Q' | b'N', 8) => DType::U64,
-        (b'e', 2) => DType::F16,
-        (b'f', 4) => DType::F32,
-        (b'd', 8) => DType::F64,
-        _ => return None,
-    })
 }
 
 /// A buffer obtained from an object, released on drop (with the GIL held, as the caller is).

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+mod dtype;
 mod errors;
 mod extras;
 mod items;

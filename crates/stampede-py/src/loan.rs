@@ -183,7 +183,7 @@ pub(crate) fn dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<(DType
     let code: String = dt.getattr("char")?.extract()?;
     let itemsize: isize = dt.getattr("itemsize")?.extract()?;
     let native = matches!(byteorder.as_str(), "=" | "|" | "<");
-    crate::items::dtype_of(code.as_bytes(), itemsize)
+    crate::dtype::dtype_of(code.as_bytes(), itemsize)
         .filter(|_| native)
         .map(|d| (d, dt.unbind()))
         .ok_or_else(|| {
