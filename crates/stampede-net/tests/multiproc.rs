@@ -246,13 +246,16 @@ fn child_entry() {
             println!("DONE");
             std::thread::sleep(Duration::from_secs(600));
         }
-        // Puts 1..=N into "sink", a pause apart, its virtual time just past each.
+        // Puts 1..=N into "sink", a pause apart, its virtual time just past each; starts when
+        // told to on standard input, so its mark at 1 can be seen first.
         "pacer" => {
             let n: i64 = env("N").parse().unwrap();
             let sink = space.lookup_channel("sink", T).unwrap();
             let t = space.task(1).unwrap();
             let out = t.attach_output(&sink).unwrap();
             println!("READY");
+            let mut go = String::new();
+            std::io::stdin().read_line(&mut go).unwrap();
             for ts in 1..=n {
                 out.put(ts, "x").unwrap();
                 t.set_virtual_time(ts + 1).unwrap();
@@ -1255,6 +1258,7 @@ fn a_moved_hold_survives_a_flooded_link() {
             .any(|h| h.ts == 1 && matches!(h.cause, stampede_core::HoldCause::Remote { .. }))
     }));
     gate.set_virtual_time(INFINITY).unwrap();
+    pacer.say("GO");
     let mut got = Vec::new();
     while got.len() < n {
         match input.get_timeout(Selector::NextUnseen, T) {

@@ -47,6 +47,7 @@ impl Proc {
         };
         cmd.args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
             .env("STAMPEDE_TEST_ROLE", role)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         for (k, v) in env {
@@ -67,6 +68,14 @@ impl Proc {
             lines,
             seen: Vec::new(),
         }
+    }
+
+    /// Sends `line` to the child's standard input.
+    pub fn say(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin is piped");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
     }
 
     /// Waits for a line starting with `prefix`; returns the rest.
