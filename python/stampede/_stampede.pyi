@@ -495,6 +495,9 @@ class SpaceStats:
     puts_sent: int
     puts_refused: int
     view_hits: int
+    register_hits: int
+    leased: int
+    lease_hits: int
     view_snapshots: int
     seen_refused: int
     sent_as_received: int
@@ -534,6 +537,7 @@ class Space(Runtime):
         connect_timeout: float | None = None,
         multicast_scouting: bool = False,
         shm_pool: int | None = None,
+        queue_prefetch: int = 0,
     ) -> Space: ...
     @property
     def id(self) -> str: ...

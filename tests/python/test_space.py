@@ -552,3 +552,42 @@ def test_a_loan_on_a_local_channel_is_plain_memory() -> None:
         with pytest.raises(ValueError):
             c.base[0] = 1  # the array it views is read-only too once put
         assert inp.get(3)[1].tolist() == [[5, 5], [5, 5]]
+
+
+def test_queue_gets_take_items_ahead_and_register_reads_use_pushed_writes(
+    cluster: Cluster,
+) -> None:
+    owner = cluster.space
+    jobs = owner.queue("jobs")
+    mode = owner.register("mode")
+    producer = owner.task(0)
+    qout, wout = producer.attach_output(jobs), producer.attach_output(mode)
+    for ts in range(1, 9):
+        qout.put(ts, f"job {ts}")
+    with sp.Space.join(
+        cluster.app, connect=[cluster.endpoint], lease=LEASE, queue_prefetch=3
+    ) as other:
+        reader = other.task(sp.INFINITY)
+        qin = reader.attach_input(other.lookup_queue("jobs", timeout=LONG))
+        rin = reader.attach_input(other.lookup_register("mode", timeout=LONG))
+        got = []
+        for _ in range(8):
+            job = qin.get(timeout=LONG)
+            assert job.value == f"job {job.ts}"
+            qin.consume(job.ticket)
+            got.append(job.ts)
+        assert got == list(range(1, 9))
+        # Two gets took three more each; the gets in between were answered here.
+        stats = other.stats()
+        assert (stats.leased, stats.lease_hits) == (6, 6)
+        wout.write("tracking")
+        wait_until(
+            "the write is pushed",
+            lambda: other.stats().push_received > stats.push_received,
+        )
+        assert rin.try_read() == (1, "tracking")
+        assert other.stats().register_hits == 1
+        with pytest.raises(sp.Unavailable):
+            rin.try_read()
+        reader.exit()
+    producer.exit()

@@ -497,4 +497,10 @@ impl InputConnection<Register> {
             Via::Provided(l) => l.get(Selector::Oldest, wait).map(|g| (g.seq, g.item)),
         }
     }
+    pub(crate) fn replay_read(&self, seq: u64) -> Result<(), GetError> {
+        match &self.via {
+            Via::Local(r) => r.replay_read(self.id, seq),
+            Via::Provided(_) => Err(GetError::Detached),
+        }
+    }
 }

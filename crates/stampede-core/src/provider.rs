@@ -326,6 +326,27 @@ pub fn replay_get(
     input.replay_get(sel, ts)
 }
 
+/// Calls `f` with the number of every write to a register that lives here from now on,
+/// on the writing thread, after the write: how a provider sends new values ahead to the
+/// spaces that read them. Fails with `Unsupported` for a register served elsewhere.
+pub fn on_write(
+    register: &Register,
+    f: impl Fn(u64) + Send + Sync + 'static,
+) -> Result<(), StmError> {
+    let c = register.local().ok_or_else(|| {
+        StmError::Unsupported("watching the writes of a register served elsewhere".into())
+    })?;
+    c.watch(Arc::new(f));
+    Ok(())
+}
+
+/// Applies to `input` a read of write `seq` that another address space answered from a
+/// value it was sent: the connection's next read waits for a newer write. Fails with
+/// `Detached` on a connection to a register that does not live here.
+pub fn replay_read(input: &crate::InputConnection<Register>, seq: u64) -> Result<(), GetError> {
+    input.replay_read(seq)
+}
+
 /// The item a channel that lives here stores at `ts`, and whether it carries a reference
 /// count (then it can be reclaimed before every connection consumed it, so a reader that
 /// was sent it must ask before using it).

@@ -21,7 +21,12 @@ struct State {
     readers: Vec<(ConnId, u64)>,
     closed: bool,
     waiters: usize,
+    /// Called with each write's number, after the write (see `provider::on_write`).
+    watchers: Vec<Watcher>,
 }
+
+/// A function told of every write to a register, by its write number.
+pub(crate) type Watcher = Arc<dyn Fn(u64) + Send + Sync>;
 
 #[allow(unreachable_pub, missing_debug_implementations)] // named only by the sealed `Container` trait
 pub struct RegisterCore {
@@ -44,6 +49,7 @@ impl RegisterCore {
                 readers: Vec::new(),
                 closed: false,
                 waiters: 0,
+                watchers: Vec::new(),
             }),
             readers: Condvar::new(),
         }
@@ -75,7 +81,34 @@ impl RegisterCore {
         if st.waiters > 0 {
             self.readers.notify_all();
         }
-        Ok(st.seq)
+        let seq = st.seq;
+        if st.watchers.is_empty() {
+            return Ok(seq);
+        }
+        let watchers = st.watchers.clone();
+        drop(st);
+        for w in &watchers {
+            w(seq);
+        }
+        Ok(seq)
+    }
+
+    pub(crate) fn watch(&self, w: Watcher) {
+        self.lock().watchers.push(w);
+    }
+
+    /// Records that connection `conn` read write `seq` elsewhere: its next read here waits
+    /// for a newer one.
+    pub(crate) fn replay_read(&self, conn: ConnId, seq: u64) -> Result<(), GetError> {
+        let mut st = self.lock();
+        let top = st.seq;
+        let r = st
+            .readers
+            .iter_mut()
+            .find(|r| r.0 == conn)
+            .ok_or(GetError::Detached)?;
+        r.1 = r.1.max(seq.min(top));
+        Ok(())
     }
 
     pub(crate) fn read(&self, conn: ConnId, wait_mode: Wait) -> Result<(u64, Item), GetError> {
@@ -173,6 +206,12 @@ impl Register {
         };
         let st = c.lock();
         st.value.clone().map(|v| (st.seq, v))
+    }
+    pub(crate) fn local(&self) -> Option<&Arc<RegisterCore>> {
+        match &self.flavor {
+            Flavor::Local(c) => Some(c),
+            Flavor::Provided(_) => None,
+        }
     }
     /// Closes the register: writes fail, waiting reads return `Closed`. A register served by
     /// another address space is closed there; that fails only when its owner cannot be

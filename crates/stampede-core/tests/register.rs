@@ -205,3 +205,29 @@ fn registers_are_named_and_zoned() {
     z.attach_output(&reg).unwrap().write("on").unwrap();
     assert_eq!(text(&t.attach_input(&reg).unwrap().read().unwrap().1), "on");
 }
+
+#[test]
+fn providers_see_each_write_and_replay_reads_made_elsewhere() {
+    use std::sync::{Arc, Mutex};
+    let rt = Runtime::new();
+    let r = rt.register(ContainerOptions::default()).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    stampede_core::provider::on_write(&r, move |seq| s.lock().unwrap().push(seq)).unwrap();
+    let t = rt.task(0).unwrap();
+    let (w, input) = (t.attach_output(&r).unwrap(), t.attach_input(&r).unwrap());
+    for v in ["a", "b", "c"] {
+        w.write(v).unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), vec![1, 2, 3]);
+    // Write 2 was read in another space: the next read here still takes write 3.
+    stampede_core::provider::replay_read(&input, 2).unwrap();
+    assert_eq!(input.try_read().unwrap().0, 3);
+    // Write 3 was read elsewhere too: nothing newer is left; a number past the last
+    // write is taken as the last.
+    w.write("d").unwrap();
+    stampede_core::provider::replay_read(&input, 99).unwrap();
+    assert!(matches!(input.try_read(), Err(GetError::Unavailable(_))));
+    w.write("e").unwrap();
+    assert_eq!(text(&input.try_read().unwrap().1), "e");
+}

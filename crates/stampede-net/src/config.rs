@@ -89,6 +89,13 @@ pub struct Config {
     /// `None` spins as a local runtime does on more than two cores and not at all on two or
     /// fewer, where the network threads that deliver items need the processor.
     pub spin_rounds: Option<u32>,
+    /// How many further waiting items a get on another space's queue takes with it (0, the
+    /// default: none). They are held by the connection as a *lease*: the next gets on it are
+    /// answered here without a round trip, and what was not handed out returns to the queue
+    /// when the connection detaches or this space dies. A lease trades the queue's strict
+    /// oldest-first order across getters (an item put while others are leased can be got
+    /// before them) for throughput.
+    pub queue_prefetch: u32,
     /// Fault injection: drop every `n`-th item other spaces push here (0, the default: none),
     /// as a lossy path would. Gets stay correct and only cost more round trips; tests use it
     /// to show that.
@@ -113,6 +120,7 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(5),
             shm_pool: 64 << 20,
             spin_rounds: None,
+            queue_prefetch: 0,
             push_loss: 0,
             zenoh: Vec::new(),
         }

@@ -3,6 +3,9 @@
 //! has every number up to `n` knows every item stored up to then and answers its gets itself
 //! (see `view`). Replies that reveal a channel's state carry its latest arrival number, so a
 //! reader never answers from a view older than what it was already told.
+//!
+//! Registers are fed the same way: each write is pushed (as its write number and the newest
+//! value) to the spaces that read the register (see `latest`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
-use stampede_core::{provider, Channel, Named, Timestamp};
+use stampede_core::{provider, Channel, Named, Register, Timestamp};
 use zenoh::Wait as _;
 
 use crate::space::{lock, Shared};
@@ -29,10 +32,10 @@ pub(crate) struct Feeds {
     tx: Sender<Arrival>,
 }
 
-/// One pushed channel.
+/// One pushed channel or register.
 #[derive(Default)]
 struct Feed {
-    /// The last arrival number given.
+    /// The last arrival number given (a register's: the newest write pushed).
     arrivals: AtomicU64,
     /// The spaces with input connections to the channel, with how many each has.
     readers: Mutex<BTreeMap<String, usize>>,
@@ -83,6 +86,29 @@ impl Feeds {
             // Owned channels live here, so this does not happen; readers then ask for items.
             lock(&self.channels).remove(&container);
             tracing::warn!(container, "items of this channel are not pushed: {e}");
+        }
+    }
+
+    /// Pushes the writes of owned register `container` from now on (once per register).
+    pub(crate) fn hook_register(&self, sh: &Shared, container: u64, reg: &Register) {
+        {
+            let mut m = lock(&self.channels);
+            if m.contains_key(&container) {
+                return;
+            }
+            m.insert(container, Arc::new(Feed::default()));
+        }
+        let tx = self.tx.clone();
+        let skipped = sh.counters.push_skipped.clone();
+        let hooked = provider::on_write(reg, move |seq| {
+            // A skipped push only makes readers ask the owner.
+            if tx.try_send((container, 0, seq)).is_err() {
+                skipped.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        if let Err(e) = hooked {
+            lock(&self.channels).remove(&container);
+            tracing::warn!(container, "writes of this register are not pushed: {e}");
         }
     }
 
@@ -152,25 +178,14 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
     if readers.is_empty() {
         return;
     }
-    let Some(Named::Channel(ch)) = sh.owned(container) else {
-        return;
+    let msg = match sh.owned(container) {
+        Some(Named::Channel(ch)) => channel_push(sh, &ch, container, ts, seq, readers.len()),
+        Some(Named::Register(reg)) => match register_push(sh, &reg, container) {
+            Some(m) => m,
+            None => return,
+        },
+        _ => return,
     };
-    let stored = provider::stored(&ch, ts);
-    let msg = wire::encode_push(&wire::Push {
-        container,
-        seq,
-        ts,
-        counted: stored.as_ref().is_some_and(|s| s.1),
-        item: stored.map(|(item, _)| WireItem {
-            tag: item.tag(),
-            // Several readers get one buffer, copied into shared memory at most once.
-            data: if readers.len() > 1 {
-                zbytes::shared(&sh.counters.sends, &sh.session, item.wire())
-            } else {
-                item.wire().clone()
-            },
-        }),
-    });
     for r in readers {
         if sh.is_dead(&r) {
             continue;
@@ -191,4 +206,51 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
             }
         };
     }
+}
+
+/// The push of arrival `seq` of channel `container`.
+fn channel_push(
+    sh: &Shared,
+    ch: &Channel,
+    container: u64,
+    ts: Timestamp,
+    seq: u64,
+    readers: usize,
+) -> wire::Encoded {
+    let stored = provider::stored(ch, ts);
+    wire::encode_push(&wire::Push {
+        container,
+        seq,
+        ts,
+        counted: stored.as_ref().is_some_and(|s| s.1),
+        item: stored.map(|(item, _)| WireItem {
+            tag: item.tag(),
+            // Several readers get one buffer, copied into shared memory at most once.
+            data: if readers > 1 {
+                zbytes::shared(&sh.counters.sends, &sh.session, item.wire())
+            } else {
+                item.wire().clone()
+            },
+        }),
+    })
+}
+
+/// The push of the newest value of register `container`, unless it went already: writes
+/// that follow each other faster than they are sent go as the last of them.
+fn register_push(sh: &Shared, reg: &Register, container: u64) -> Option<wire::Encoded> {
+    let (seq, item) = reg.peek()?;
+    let feed = sh.feeds.feed(container)?;
+    if feed.arrivals.fetch_max(seq, Ordering::SeqCst) >= seq {
+        return None;
+    }
+    Some(wire::encode_push(&wire::Push {
+        container,
+        seq,
+        ts: 0,
+        counted: false,
+        item: Some(WireItem {
+            tag: item.tag(),
+            data: item.wire().clone(),
+        }),
+    }))
 }

@@ -44,6 +44,7 @@ mod error;
 mod events;
 mod feed;
 mod intake;
+mod latest;
 mod marks;
 mod pipe;
 mod remote;

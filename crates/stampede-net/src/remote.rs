@@ -2,6 +2,7 @@
 //! served through the core's provider interface. Every operation is a request to the
 //! owner, which runs it on a proxy of the requesting task (see `server`).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +40,18 @@ pub(crate) fn call_within(
     req: &Request,
     limit: Duration,
 ) -> Result<Reply, String> {
+    exchange(sh, owner, req, limit, false).map(|mut r| r.swap_remove(0))
+}
+
+/// Sends `req` to `owner` and waits up to `limit` for its first answer, or with `all` for
+/// every answer until the owner's last: at least one.
+fn exchange(
+    sh: &Shared,
+    owner: &str,
+    req: &Request,
+    limit: Duration,
+    all: bool,
+) -> Result<Vec<Reply>, String> {
     let fail = |why: String| {
         tracing::warn!("{why}");
         sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
@@ -61,30 +74,40 @@ pub(crate) fn call_within(
         Err(e) => return fail(format!("request to {owner} not sent: {}", zenoh_text(&e))),
     };
     let start = Instant::now();
+    let mut got = Vec::new();
     loop {
         match replies.recv_timeout(Duration::from_millis(50)) {
             Ok(Some(r)) => {
-                return match r.result() {
-                    Ok(s) => {
-                        match wire::decode_reply(zbytes::to_parts(s.payload(), s.attachment())) {
-                            Ok(r) => Ok(r),
-                            Err(e) => fail(format!("malformed reply from {owner}: {e}")),
-                        }
+                let s = match r.result() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return fail(format!(
+                            "error from {owner}: {}",
+                            String::from_utf8_lossy(&e.payload().to_bytes())
+                        ))
                     }
-                    Err(e) => fail(format!(
-                        "error from {owner}: {}",
-                        String::from_utf8_lossy(&e.payload().to_bytes())
-                    )),
                 };
+                match wire::decode_reply(zbytes::to_parts(s.payload(), s.attachment())) {
+                    Ok(r) => got.push(r),
+                    Err(e) => return fail(format!("malformed reply from {owner}: {e}")),
+                }
+                if !all {
+                    return Ok(got);
+                }
             }
             Ok(None) => {
                 if sh.is_dead(owner) {
                     return fail(format!("address space {owner} left or died"));
                 }
                 if start.elapsed() > limit {
+                    if !got.is_empty() {
+                        return Ok(got);
+                    }
                     return fail(format!("no answer from {owner} within {limit:?}"));
                 }
             }
+            // The owner's final message: every answer is in.
+            Err(_) if !got.is_empty() => return Ok(got),
             Err(_) => {
                 let why = if sh.is_dead(owner) {
                     format!("address space {owner} left or died")
@@ -313,14 +336,26 @@ impl Backend for Remote {
         // Open before attaching, so no push that follows the snapshot is missed.
         let view = (input && self.rec.kind == Kind::Channel)
             .then(|| self.sh.views.open(owner, self.rec.container));
+        let reads = input && self.rec.kind == Kind::Register;
+        if reads {
+            self.sh.latest.open(owner, self.rec.container);
+        }
         let req = Request::Attach {
             task: tref.clone(),
             container: self.rec.container,
             input,
             vis: task.visibility(),
         };
-        let conn = match call(&self.sh, owner, &req) {
+        let attached = call(&self.sh, owner, &req);
+        let conn = match attached {
             Ok(Reply::Attached { conn }) => conn,
+            Ok(_) | Err(_) if reads => {
+                self.sh.latest.close(owner, self.rec.container);
+                return Err(match attached {
+                    Ok(r) => stm_error(r, owner),
+                    Err(e) => StmError::Unreachable(e),
+                });
+            }
             Ok(r) => return Err(stm_error(r, owner)),
             Err(e) => return Err(StmError::Unreachable(e)),
         };
@@ -333,6 +368,9 @@ impl Backend for Remote {
             id: conn,
             pipe: None,
             view,
+            last_read: reads.then(|| Mutex::new(0)),
+            lease: (input && self.rec.kind == Kind::Queue && self.sh.cfg.queue_prefetch > 0)
+                .then(|| Mutex::new(VecDeque::new())),
         };
         link.snapshot();
         if !input && self.rec.kind == Kind::Channel {
@@ -367,6 +405,12 @@ struct RemoteLink {
     pipe: Option<Arc<Pipe>>,
     /// Input connections to channels answer gets from what the owner pushed.
     view: Option<Arc<Mutex<View>>>,
+    /// Input connections to registers: the write number of the last read, which reads
+    /// answered from pushed values (see `latest`) raise.
+    last_read: Option<Mutex<u64>>,
+    /// Input connections to queues with `Config::queue_prefetch`: items taken ahead, held
+    /// by this connection at the owner, oldest first.
+    lease: Option<Mutex<VecDeque<Got>>>,
 }
 
 impl RemoteLink {
@@ -536,6 +580,128 @@ impl RemoteLink {
         Some(Got { ts, seq: 0, item })
     }
 
+    /// Reads a register from the newest value its owner pushed, when that is newer than
+    /// this connection's last read; a waiting read waits here for a push until at most
+    /// [`PUSH_WAIT`] past now before the owner is asked.
+    fn read_here(&self, last: &Mutex<u64>, wait: Wait) -> Option<Got> {
+        let sh = self.sh();
+        if sh.is_dead(self.owner()) {
+            return None;
+        }
+        let until = match wait {
+            Wait::Never => None,
+            Wait::For(d) => Some(Instant::now() + d.min(PUSH_WAIT)),
+            Wait::Forever => Some(Instant::now() + PUSH_WAIT),
+        };
+        // Held throughout: two reads on one connection never both take one write.
+        let mut last = lock(last);
+        let (seq, item) = sh
+            .latest
+            .newer_than(self.owner(), self.container, &mut last, until)?;
+        drop(last);
+        sh.counters.register_hits.fetch_add(1, Ordering::Relaxed);
+        let _ = self.notify(Request::Seen {
+            task: self.tref.clone(),
+            conn: self.id,
+            sel: Selector::Oldest,
+            ts: seq as Timestamp,
+        });
+        Some(Got { ts: 0, seq, item })
+    }
+
+    /// Reads a register: from a pushed value when one is newer than the last read, else
+    /// from the owner, which waits for a newer write.
+    fn read(&self, last: &Mutex<u64>, wait: Wait) -> Result<Got, GetError> {
+        let start = Instant::now();
+        if let Some(got) = self.read_here(last, wait) {
+            return Ok(got);
+        }
+        let wait = match wait {
+            Wait::For(d) => Wait::For(d.saturating_sub(start.elapsed())),
+            w => w,
+        };
+        let got = self.fetch(Selector::Oldest, wait, false)?;
+        self.sh()
+            .latest
+            .offer(self.owner(), self.container, got.seq, &got.item);
+        let read = *lock(last);
+        let got = if got.seq > read {
+            got
+        } else {
+            // The owner had not applied a read answered here yet (its notice was lost):
+            // make it so and ask once more.
+            let seen = Request::Seen {
+                task: self.tref.clone(),
+                conn: self.id,
+                sel: Selector::Oldest,
+                ts: read as Timestamp,
+            };
+            call(self.sh(), self.owner(), &seen).map_err(|_| GetError::Unreachable)?;
+            self.fetch(Selector::Oldest, wait, false)?
+        };
+        let mut read = lock(last);
+        if got.seq <= *read {
+            return Err(GetError::Unavailable(Default::default()));
+        }
+        *read = got.seq;
+        Ok(got)
+    }
+
+    /// Gets a queue item from the lease, or takes the next one from the owner with up to
+    /// `Config::queue_prefetch` more that are waiting, which become the lease.
+    fn take(&self, lease: &Mutex<VecDeque<Got>>, wait: Wait) -> Result<Got, GetError> {
+        let sh = self.sh();
+        if let Some(got) = lock(lease).pop_front() {
+            sh.counters.lease_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(got);
+        }
+        let deadline = match wait {
+            Wait::For(d) => Some(Instant::now() + d),
+            _ => None,
+        };
+        loop {
+            let wait = match deadline {
+                Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
+                None => wait,
+            };
+            let req = Request::Take {
+                task: self.tref.clone(),
+                conn: self.id,
+                wait,
+                more: sh.cfg.queue_prefetch,
+            };
+            let limit = sh.cfg.op_timeout + sh.cfg.wait_slice;
+            let replies =
+                exchange(sh, self.owner(), &req, limit, true).map_err(|_| GetError::Unreachable)?;
+            let mut items = replies.into_iter().map(|r| match r {
+                Reply::Item {
+                    ts,
+                    seq,
+                    item: Some(wi),
+                    ..
+                } => Ok(Got {
+                    ts,
+                    seq,
+                    item: Item::from_wire(wi.tag, wi.data),
+                }),
+                other => Err(other),
+            });
+            match items.next() {
+                Some(Ok(first)) => {
+                    let more: Vec<_> = items.filter_map(Result::ok).collect();
+                    sh.counters
+                        .leased
+                        .fetch_add(more.len() as u64, Ordering::Relaxed);
+                    lock(lease).extend(more);
+                    return Ok(first);
+                }
+                Some(Err(Reply::Again)) if !deadline.is_some_and(|d| Instant::now() >= d) => {}
+                Some(Err(other)) => return Err(get_error(other, self.owner())),
+                None => return Err(GetError::Unreachable),
+            }
+        }
+    }
+
     fn consume_now(&self, ts: Timestamp, until: bool) -> Result<(), StmError> {
         let req = Request::Consume {
             task: self.tref.clone(),
@@ -631,6 +797,8 @@ impl Link for RemoteLink {
             tag: p.item.tag(),
             data: p.item.wire().clone(),
         };
+        // A register's readers here see this space's own write once it returns.
+        let written = (self.kind == Kind::Register).then(|| p.item.clone());
         let r = call_waiting_until(self.sh(), self.owner(), p.wait, p.interrupted, |w| {
             Request::Put {
                 task: self.tref.clone(),
@@ -661,6 +829,11 @@ impl Link for RemoteLink {
                     self.sh().views.reached(self.owner(), self.container, seq);
                     return Ok(0);
                 }
+                if let Some(item) = &written {
+                    self.sh()
+                        .latest
+                        .offer(self.owner(), self.container, seq, item);
+                }
                 Ok(seq)
             }
             Ok(Some(other)) => Err(PutError::new(put_kind(other, self.owner()), p.ts, p.item)),
@@ -670,6 +843,12 @@ impl Link for RemoteLink {
     }
 
     fn get(&self, sel: Selector, wait: Wait) -> Result<Got, GetError> {
+        if let Some(last) = &self.last_read {
+            return self.read(last, wait);
+        }
+        if let Some(lease) = &self.lease {
+            return self.take(lease, wait);
+        }
         let Some(view) = &self.view else {
             return self.fetch(sel, wait, self.kind == Kind::Channel);
         };
@@ -731,6 +910,9 @@ impl Link for RemoteLink {
     }
 
     fn detach(&self) {
+        if self.last_read.is_some() {
+            self.sh().latest.close(self.owner(), self.container);
+        }
         if let Some(pipe) = &self.pipe {
             pipe.close(self.sh(), self.sh().cfg.op_timeout);
         }

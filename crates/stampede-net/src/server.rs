@@ -187,7 +187,7 @@ fn attach(
         }
     };
     let id = sh.next_conn.fetch_add(1, Ordering::Relaxed);
-    if matches!(c, Conn::ChIn(_)) {
+    if matches!(c, Conn::ChIn(_) | Conn::RIn(_)) {
         // From here on its items go to the reader's space too (see `feed`).
         sh.feeds.reader_attached(container, &t.space);
     }
@@ -217,7 +217,10 @@ fn connect(
         (Named::Channel(c), false) => Conn::ChOut(t.attach_output(&c).map_err(e)?),
         (Named::Queue(c), true) => Conn::QIn(t.attach_input(&c).map_err(e)?),
         (Named::Queue(c), false) => Conn::QOut(t.attach_output(&c).map_err(e)?),
-        (Named::Register(c), true) => Conn::RIn(t.attach_input(&c).map_err(e)?),
+        (Named::Register(c), true) => {
+            sh.feeds.hook_register(sh, container, &c);
+            Conn::RIn(t.attach_input(&c).map_err(e)?)
+        }
         (Named::Register(c), false) => Conn::ROut(t.attach_output(&c).map_err(e)?),
         (other, _) => {
             return Err(e(StmError::Unsupported(
@@ -242,7 +245,7 @@ fn detach(sh: &Shared, t: &TaskRef, id: u64) {
     let proxy = if last { proxies.remove(&key) } else { None };
     drop(proxies);
     if let Some((container, c)) = &gone {
-        if matches!(**c, Conn::ChIn(_)) {
+        if matches!(**c, Conn::ChIn(_) | Conn::RIn(_)) {
             sh.feeds.reader_detached(*container, &t.space);
         }
     }
@@ -329,15 +332,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                         item: item(ts, &it),
                     })
                     .map_err(|e| get_error(&e)),
-                Conn::QIn(i) => i
-                    .get_with(wait)
-                    .map(|q| Reply::Item {
-                        ts: q.ts,
-                        seq: q.ticket,
-                        floor,
-                        item: Some(wire_item(&q.item)),
-                    })
-                    .map_err(|e| get_error(&e)),
+                Conn::QIn(_) => take(sh, task, *id, wait),
                 Conn::RIn(i) => i
                     .read_with(wait)
                     .map(|(seq, it)| Reply::Item {
@@ -353,6 +348,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 )),
             }
         }
+        Request::Take { task, conn: id, .. } => take(sh, task, *id, wait),
         Request::Consume {
             task,
             conn: id,
@@ -441,13 +437,18 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             ts,
         } => {
             let (_, c, _) = conn(sh, task, *id)?;
-            let Conn::ChIn(i) = &*c else {
-                return Err(Reply::error(
-                    ErrorCode::Stm(Code::InvalidArgument),
-                    "not a channel input connection",
-                ));
+            let replayed = match &*c {
+                Conn::ChIn(i) => provider::replay_get(i, *sel, *ts),
+                // A register read carries the write number it read.
+                Conn::RIn(i) => provider::replay_read(i, *ts as u64),
+                _ => {
+                    return Err(Reply::error(
+                        ErrorCode::Stm(Code::InvalidArgument),
+                        "not a channel or register input connection",
+                    ))
+                }
             };
-            provider::replay_get(i, *sel, *ts).map_err(|e| {
+            replayed.map_err(|e| {
                 // The reader answered from a view the owner does not share: a defect.
                 sh.counters.seen_refused.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
@@ -458,6 +459,51 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
                 get_error(&e)
             })?;
             Ok(Reply::Ok)
+        }
+    }
+}
+
+/// Gets the next item of a queue on the proxy of `task`'s connection `id`, waiting at most
+/// `wait`; it stays held by the connection until consumed or detached.
+fn take(sh: &Shared, task: &TaskRef, id: u64, wait: Wait) -> Result<Reply, Reply> {
+    let (_, c, _) = conn(sh, task, id)?;
+    let Conn::QIn(i) = &*c else {
+        return Err(Reply::error(
+            ErrorCode::Stm(Code::InvalidArgument),
+            "not a queue input connection",
+        ));
+    };
+    let floor = sh.rt.gc_stats(ZoneId(task.zone)).floor;
+    i.get_with(wait)
+        .map(|q| Reply::Item {
+            ts: q.ts,
+            seq: q.ticket,
+            floor,
+            item: Some(wire_item(&q.item)),
+        })
+        .map_err(|e| get_error(&e))
+}
+
+/// Answers `q`: with `r`, and for a `Take` that got an item, with up to its `more` further
+/// items that are waiting now, one reply each.
+fn answer(sh: &Shared, q: &Query, req: &Request, r: &Reply) {
+    reply(sh, q, r);
+    let Request::Take {
+        task,
+        conn: id,
+        more,
+        ..
+    } = req
+    else {
+        return;
+    };
+    if !matches!(r, Reply::Item { .. }) {
+        return;
+    }
+    for _ in 0..*more {
+        match take(sh, task, *id, Wait::Never) {
+            Ok(item) => reply(sh, q, &item),
+            Err(_) => return,
         }
     }
 }
@@ -556,7 +602,7 @@ pub(crate) fn explain(sh: &Shared, zone: u32) -> ZoneWatermark {
 
 fn wait_of(req: &Request) -> Wait {
     match req {
-        Request::Put { wait, .. } | Request::Get { wait, .. } => *wait,
+        Request::Put { wait, .. } | Request::Get { wait, .. } | Request::Take { wait, .. } => *wait,
         _ => Wait::Never,
     }
 }
@@ -584,6 +630,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         | Request::Detach { task, .. }
         | Request::Put { task, .. }
         | Request::Get { task, .. }
+        | Request::Take { task, .. }
         | Request::Consume { task, .. }
         | Request::Seen { task, .. }
         | Request::Visible { task, .. } => Some(&task.space),
@@ -615,7 +662,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     let wait = wait_of(&req);
     let first = execute(sh, &req, Wait::Never);
     if matches!(wait, Wait::Never) || !would_wait(&first) {
-        reply(sh, &q, &first);
+        answer(sh, &q, &req, &first);
         return;
     }
     let slice = sh.cfg.wait_slice;
@@ -629,7 +676,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
         if sliced && would_wait(&r) {
             reply(&job_sh, &q, &Reply::Again);
         } else {
-            reply(&job_sh, &q, &r);
+            answer(&job_sh, &q, &req, &r);
         }
     }));
 }

@@ -18,6 +18,7 @@ use crate::error::{zenoh_text, NetError};
 use crate::events::Events;
 use crate::feed::Feeds;
 use crate::intake::Intake;
+use crate::latest::Latest;
 use crate::marks::{Book, Effect};
 use crate::pipe::Pipe;
 use crate::remote;
@@ -115,6 +116,8 @@ pub(crate) struct Shared {
     pub(crate) feeds: Feeds,
     /// Views of other spaces' channels, one per input connection here.
     pub(crate) views: Views,
+    /// The newest pushed values of the remote registers read here.
+    pub(crate) latest: Latest,
     /// Pushes received, for [`Config::push_loss`].
     pushes_seen: AtomicU64,
     /// Zones whose marks should be collected and sent now (see [`Shared::hurry_marks`]).
@@ -155,6 +158,9 @@ pub(crate) struct Counters {
     pub(crate) puts_sent: AtomicU64,
     pub(crate) puts_refused: AtomicU64,
     pub(crate) view_hits: AtomicU64,
+    pub(crate) register_hits: AtomicU64,
+    pub(crate) leased: AtomicU64,
+    pub(crate) lease_hits: AtomicU64,
     pub(crate) view_snapshots: AtomicU64,
     pub(crate) seen_refused: AtomicU64,
     pub(crate) loans_shared: AtomicU64,
@@ -203,6 +209,13 @@ pub struct SpaceStats {
     /// Gets on other spaces' channels answered here, from the items their owners pushed,
     /// without a round trip.
     pub view_hits: u64,
+    /// Reads of other spaces' registers answered here, from the values their owners
+    /// pushed, without a round trip.
+    pub register_hits: u64,
+    /// Items of other spaces' queues taken ahead into leases (`Config::queue_prefetch`).
+    pub leased: u64,
+    /// Gets on other spaces' queues answered from a lease, without a round trip.
+    pub lease_hits: u64,
     /// Snapshots of remote channels taken to start or rebuild a connection's view (one per
     /// input connection, and one after each push lost on the way).
     pub view_snapshots: u64,
@@ -407,6 +420,13 @@ impl Shared {
                 if self.drop_push() {
                     return;
                 }
+                if let Some(wi) = &p.item {
+                    let item = Item::from_wire(wi.tag, wi.data.clone());
+                    if self.latest.offer(owner, p.container, p.seq, &item) {
+                        self.counters.push_received.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
                 let present = p.item.is_some();
                 // Under the cache's lock, which gets waiting for a push hold while they look:
                 // the bytes are in the cache before a view can select the item.
@@ -592,6 +612,7 @@ impl Space {
             cache: Cached::default(),
             feeds,
             views: Views::default(),
+            latest: Latest::default(),
             pushes_seen: AtomicU64::new(0),
             hurry,
             last_hurry: Mutex::new(None),
@@ -902,6 +923,9 @@ impl Space {
             puts_sent: l(&c.puts_sent),
             puts_refused: l(&c.puts_refused),
             view_hits: l(&c.view_hits),
+            register_hits: l(&c.register_hits),
+            leased: l(&c.leased),
+            lease_hits: l(&c.lease_hits),
             view_snapshots: l(&c.view_snapshots),
             seen_refused: l(&c.seen_refused),
             sent_as_received: l(&c.sends.as_received),

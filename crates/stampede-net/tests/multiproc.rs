@@ -44,6 +44,10 @@ fn child_entry() {
         Ok("router") => Config::router(router),
         _ => peer_of(&router),
     };
+    let mut cfg = cfg;
+    if let Ok(n) = std::env::var("PREFETCH") {
+        cfg.queue_prefetch = n.parse().unwrap();
+    }
     let space = Space::join(&app, cfg).unwrap();
     match role.as_str() {
         // Owns a channel "owned" and keeps running.
@@ -242,6 +246,38 @@ fn child_entry() {
                     println!("FAILED {ts} {e}");
                 }
                 input.consume(ts).unwrap();
+            }
+            println!("DONE");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        // Gets a job of "jobs" and consumes it, then gets another and holds it, with the
+        // items its gets took ahead (`PREFETCH`).
+        "leaser" => {
+            let jobs = space.lookup_queue("jobs", T).unwrap();
+            let t = space.task(INFINITY).unwrap();
+            let input = t.attach_input(&jobs).unwrap();
+            let done = input.get_timeout(T).unwrap();
+            input.consume(done.ticket).unwrap();
+            println!("CONSUMED {}", done.ts);
+            let held = input.get_timeout(T).unwrap();
+            println!("HOLDING {}", held.ts);
+            println!("LEASED {}", space.stats().leased);
+            std::thread::sleep(Duration::from_secs(600));
+        }
+        // Owns register "r" and writes "v1".."vN" into it, a pause apart.
+        "registrar" => {
+            let n: u64 = env("N").parse().unwrap();
+            let r = space
+                .register(ContainerOptions::default().name("r"))
+                .unwrap();
+            let t = space.task(0).unwrap();
+            let out = t.attach_output(&r).unwrap();
+            println!("READY");
+            let mut go = String::new();
+            std::io::stdin().read_line(&mut go).unwrap();
+            for k in 1..=n {
+                assert_eq!(out.write(format!("v{k}")).unwrap(), k);
+                std::thread::sleep(Duration::from_millis(3));
             }
             println!("DONE");
             std::thread::sleep(Duration::from_secs(600));
@@ -1596,4 +1632,112 @@ fn an_item_pushed_to_several_readers_is_copied_once() {
     for r in readers {
         r.leave();
     }
+}
+
+/// Reads of a register another space owns follow its writes as a local read does: each
+/// returns a write newer than the connection's last, this space's own writes are seen once
+/// they return, and the reads are answered from the values the owner pushed, here even when
+/// pushes are lost on the way.
+#[test]
+fn register_reads_are_answered_from_pushed_writes() {
+    for loss in [0, 3] {
+        let ep = format!("tcp/127.0.0.1:{}", free_port());
+        let app = app(&format!("reg{loss}"));
+        let mut cfg = Config::router(ep.clone());
+        cfg.push_loss = loss;
+        let space = Space::join(&app, cfg).unwrap();
+        let n = 200;
+        let mut owner = spawn("registrar", &ep, &app, &[("N", n.to_string())]);
+        owner.expect("READY", T);
+        let r = space.lookup_register("r", T).unwrap();
+        let t = space.task(INFINITY).unwrap();
+        let input = t.attach_input(&r).unwrap();
+        assert!(matches!(input.try_read(), Err(GetError::Unavailable(_))));
+        owner.say("GO");
+        let mut last = 0;
+        while last < n {
+            let (seq, v) = input.read_timeout(T).unwrap();
+            assert!(seq > last, "write {seq} read after {last}");
+            assert_eq!(v.as_str(), Some(format!("v{seq}").as_str()));
+            last = seq;
+        }
+        owner.expect("DONE", T);
+        assert!(matches!(input.try_read(), Err(GetError::Unavailable(_))));
+        let out = t.attach_output(&r).unwrap();
+        let mine = out.write("mine").unwrap();
+        assert_eq!(mine, n + 1);
+        let (seq, v) = input.try_read().unwrap();
+        assert_eq!(
+            (seq, v.as_str()),
+            (n + 1, Some("mine")),
+            "its own write, at once"
+        );
+        assert!(matches!(input.try_read(), Err(GetError::Unavailable(_))));
+        let stats = space.stats();
+        eprintln!(
+            "loss 1/{loss}: {} of {} reads answered here, {} pushes received",
+            stats.register_hits,
+            n + 1,
+            stats.push_received
+        );
+        assert!(stats.register_hits > 0, "reads were answered here");
+    }
+}
+
+/// A get on another space's queue can take items ahead as a lease: they wait for the next
+/// gets there, not here, and when that space dies every one it had not consumed comes back,
+/// once, for the other getters.
+#[test]
+fn leased_queue_items_of_a_killed_getter_are_redelivered_once() {
+    let (space, ep, app) = router("lease");
+    let jobs = space
+        .queue(ContainerOptions::unbounded().name("jobs"))
+        .unwrap();
+    let producer = space.task(0).unwrap();
+    let out = producer.attach_output(&jobs).unwrap();
+    let n = 10;
+    for ts in 1..=n {
+        out.put(ts, format!("job {ts}")).unwrap();
+    }
+    let mut leaser = spawn("leaser", &ep, &app, &[("PREFETCH", "4".to_owned())]);
+    let consumed: i64 = leaser.expect("CONSUMED", T).parse().unwrap();
+    let holding: i64 = leaser.expect("HOLDING", T).parse().unwrap();
+    assert_eq!((consumed, holding), (1, 2), "oldest first");
+    assert_eq!(leaser.expect("LEASED", T), "4", "one get took four more");
+    let q = local(&jobs).stats();
+    assert_eq!(
+        (q.waiting, q.held, q.consumed),
+        (5, 4, 1),
+        "held there: the open item and three leased"
+    );
+    let worker = space.task(INFINITY).unwrap();
+    let qin = worker.attach_input(&jobs).unwrap();
+    let first = qin.try_get().unwrap();
+    assert_eq!(
+        first.ts, 6,
+        "leased items are not got here while their getter lives"
+    );
+    qin.consume(first.ticket).unwrap();
+
+    leaser.kill9();
+    assert!(eventually(T, || space.stats().spaces_lost == 1));
+    let mut got = vec![first.ts];
+    while got.len() < n as usize - 1 {
+        let job = qin.get_timeout(T).unwrap();
+        assert_eq!(job.item.as_str(), Some(format!("job {}", job.ts).as_str()));
+        qin.consume(job.ticket).unwrap();
+        got.push(job.ts);
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (2..=n).collect::<Vec<_>>(),
+        "each once, none consumed twice"
+    );
+    assert!(matches!(qin.try_get(), Err(GetError::Unavailable(_))));
+    let q = local(&jobs).stats();
+    assert_eq!(
+        (q.waiting, q.held, q.consumed, q.redelivered),
+        (0, 0, n as u64, 4)
+    );
 }

@@ -151,6 +151,12 @@ pub(crate) struct SpaceStats {
     puts_refused: u64,
     /// Gets on other spaces' channels answered here from pushed items, with no round trip.
     view_hits: u64,
+    /// Reads of other spaces' registers answered here from pushed values.
+    register_hits: u64,
+    /// Items of other spaces' queues taken ahead into leases (``queue_prefetch``).
+    leased: u64,
+    /// Gets on other spaces' queues answered from a lease.
+    lease_hits: u64,
     /// Snapshots taken to start or rebuild a remote input connection's view.
     view_snapshots: u64,
     /// Gets readers answered from their views that this space, as owner, refused.
@@ -279,14 +285,15 @@ impl Space {
     /// (``user:password`` lines a listening side accepts) secure the links. ``lease`` is how
     /// soon a dead process is noticed, ``op_timeout`` how long an operation waits for a live
     /// owner's answer, ``wait_slice`` how long an owner holds a blocked request before it is
-    /// asked again; ``None`` keeps the default. Raises ``ConfigError``, ``ConnectError`` or
-    /// ``AuthRejected``.
+    /// asked again; ``None`` keeps the default. ``queue_prefetch`` is how many more waiting
+    /// items a get on another space's queue takes ahead, held by the connection as a lease
+    /// (0: none). Raises ``ConfigError``, ``ConnectError`` or ``AuthRejected``.
     #[staticmethod]
     #[pyo3(signature = (
         app, *, mode = "peer", listen = Vec::new(), connect = Vec::new(), tls = None,
         user = None, password = None, credentials_file = None, lease = None,
         op_timeout = None, wait_slice = None, connect_timeout = None,
-        multicast_scouting = false, shm_pool = None,
+        multicast_scouting = false, shm_pool = None, queue_prefetch = 0,
     ))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn join(
@@ -305,6 +312,7 @@ impl Space {
         connect_timeout: Option<f64>,
         multicast_scouting: bool,
         shm_pool: Option<usize>,
+        queue_prefetch: u32,
     ) -> PyResult<Py<Space>> {
         let mut cfg = Config {
             mode: self::mode(py, mode)?,
@@ -312,6 +320,7 @@ impl Space {
             connect,
             multicast_scouting,
             credentials_file,
+            queue_prefetch,
             ..Config::default()
         };
         cfg.tls = tls.map(|t| net::Tls {
@@ -491,6 +500,9 @@ impl Space {
             puts_sent: s.puts_sent,
             puts_refused: s.puts_refused,
             view_hits: s.view_hits,
+            register_hits: s.register_hits,
+            leased: s.leased,
+            lease_hits: s.lease_hits,
             view_snapshots: s.view_snapshots,
             seen_refused: s.seen_refused,
             sent_as_received: s.sent_as_received,

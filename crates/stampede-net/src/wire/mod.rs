@@ -21,7 +21,7 @@ use stampede_core::{Selector, Timestamp, TypeTag, Wait};
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"SP";
 /// The format version this build speaks. A message of another version gets an error reply.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// Why a message could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,6 +128,19 @@ pub enum Request {
         /// Timestamps whose items the requester has cached: the reply omits their bytes.
         cached: Vec<Timestamp>,
     },
+    /// Get from a queue, then take up to `more` further waiting items at once: the owner
+    /// answers with one `Item` reply per item (the first as a `Get` would be answered), and
+    /// the items stay held by the connection until consumed or it detaches (a *lease*).
+    Take {
+        /// The acting task.
+        task: TaskRef,
+        /// The input connection.
+        conn: u64,
+        /// How long the owner may wait for the first item.
+        wait: Wait,
+        /// How many more items to take if they are waiting.
+        more: u32,
+    },
     /// Consume a channel item (`until`: and everything below) or free a queue item (`ts`
     /// is the ticket).
     Consume {
@@ -192,7 +205,7 @@ pub enum Request {
         conn: u64,
         /// The selector the get used.
         sel: Selector,
-        /// The item it selected.
+        /// The item it selected; on a register connection, the write number it read.
         ts: Timestamp,
     },
     /// Stop forwarding `event`s of `container` to `space`.
@@ -386,6 +399,7 @@ const REQ_SUBSCRIBE: u8 = 10;
 const REQ_UNSUBSCRIBE: u8 = 11;
 const REQ_VISIBLE: u8 = 12;
 const REQ_SEEN: u8 = 13;
+const REQ_TAKE: u8 = 14;
 const REP_OK: u8 = 64;
 const REP_ATTACHED: u8 = 65;
 const REP_STORED: u8 = 66;
@@ -568,6 +582,19 @@ pub fn encode_request(r: &Request) -> Encoded {
             for &t in &cached[..n] {
                 w.i64(t);
             }
+            finish(w, None)
+        }
+        Request::Take {
+            task,
+            conn,
+            wait,
+            more,
+        } => {
+            let mut w = Writer::new(REQ_TAKE, 0);
+            w.task(task);
+            w.u64(*conn);
+            w.wait(*wait);
+            w.u32(*more);
             finish(w, None)
         }
         Request::Consume {
@@ -902,6 +929,12 @@ pub fn decode_request(buf: impl Into<Encoded>) -> Result<Request, DecodeError> {
                 cached,
             }
         }
+        REQ_TAKE => Request::Take {
+            task: r.task()?,
+            conn: r.u64()?,
+            wait: r.wait()?,
+            more: r.u32()?,
+        },
         REQ_CONSUME => Request::Consume {
             task: r.task()?,
             conn: r.u64()?,

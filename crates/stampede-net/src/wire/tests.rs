@@ -97,7 +97,7 @@ impl Family {
     /// The message codes this family's decoder knows (docs/wire-format.md).
     fn codes(self) -> &'static [u8] {
         match self {
-            Family::Request => &[1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+            Family::Request => &[1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
             Family::Reply => &[64, 65, 66, 67, 68, 69, 70, 71, 72],
             Family::Marks => &[100],
             Family::Push => &[101],
@@ -277,6 +277,14 @@ fn request() -> BoxedStrategy<Request> {
                 wait,
                 cached,
             }),
+        (task(), any::<u64>(), wait(), any::<u32>()).prop_map(|(task, conn, wait, more)| {
+            Request::Take {
+                task,
+                conn,
+                wait,
+                more,
+            }
+        }),
         (task(), any::<u64>(), any::<i64>(), any::<bool>()).prop_map(|(task, conn, ts, until)| {
             Request::Consume {
                 task,
@@ -759,6 +767,15 @@ fn message_codes_match_the_documented_table() {
             }),
             6,
         ),
+        (
+            Message::Request(Request::Take {
+                task: task(),
+                conn: 1,
+                wait: Wait::Never,
+                more: 3,
+            }),
+            14,
+        ),
         (Message::Request(Request::Close { container: 1 }), 7),
         (Message::Request(Request::Explain { zone: 0 }), 8),
         (Message::Reply(Reply::Ok), 64),
@@ -833,7 +850,7 @@ fn message_codes_match_the_documented_table() {
         ),
     ]);
     for (m, code) in cases {
-        assert_eq!(&m.encode()[..3], b"SP\x04", "{m:?}");
+        assert_eq!(&m.encode()[..3], b"SP\x05", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");
         assert!(m.family().codes().contains(&code), "{m:?}");
     }
@@ -962,7 +979,7 @@ fn a_put_is_laid_out_as_documented() {
         wait: Wait::For(Duration::from_micros(8)),
         item: small_item(),
     };
-    let mut want = b"SP\x04\x04".to_vec();
+    let mut want = b"SP\x05\x04".to_vec();
     want.extend_from_slice(&2u16.to_le_bytes());
     want.extend_from_slice("é".as_bytes());
     want.extend_from_slice(&2u64.to_le_bytes());
