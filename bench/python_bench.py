@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import queue
 import statistics
 import sys
@@ -269,6 +270,9 @@ def main() -> int:
     )
     p.add_argument("--seconds", type=float, default=6.0, help="length of each demo run")
     args = p.parse_args()
+    # Zenoh's threads sized as the Rust network bench (the xproc baseline) sizes them.
+    if "ZENOH_RUNTIME" not in os.environ and (runtime := sp.zenoh_runtime_for_this_machine()):
+        os.environ["ZENOH_RUNTIME"] = runtime
     repeats = 3 if args.quick else args.repeats
     seconds = 3.0 if args.quick else args.seconds
     records: list[Record] = []

@@ -54,6 +54,7 @@ from ._stampede import (
     WatermarkReport,
     register_type,
     type_tag,
+    zenoh_runtime_for_this_machine,
 )
 from ._tasks import TaskThread
 from .errors import (
@@ -149,6 +150,7 @@ __all__ = [
     "WatermarkReport",
     "register_type",
     "type_tag",
+    "zenoh_runtime_for_this_machine",
     "StampedeError",
     "PutFailed",
     "Full",

@@ -89,6 +89,7 @@ impl fmt::Display for Failure {
 
 /// Parses the command line, runs the command, and reports how it ended.
 pub fn main() -> ExitCode {
+    stampede_net::size_zenoh_runtime_in_main();
     let cli = Cli::parse();
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging("off");

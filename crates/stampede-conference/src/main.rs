@@ -284,6 +284,7 @@ fn run(cmd: Cmd) -> Result<(), ConferenceError> {
 }
 
 fn main() -> ExitCode {
+    stampede_net::size_zenoh_runtime_in_main();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -44,6 +44,7 @@ enum Side {
 }
 
 fn main() -> ExitCode {
+    stampede_net::size_zenoh_runtime_in_main();
     let cli = Cli::parse();
     if let Some(Side::Child(args)) = &cli.side {
         return match child::serve(args) {

@@ -59,7 +59,10 @@ mod wire;
 pub mod wire;
 mod zbytes;
 
-pub use config::{Config, Mode, Tls, DEFAULT_PEER_LISTEN};
+pub use config::{
+    size_zenoh_runtime_in_main, zenoh_runtime_for_this_machine, Config, Mode, Tls,
+    DEFAULT_PEER_LISTEN, ZENOH_RUNTIME_VAR,
+};
 pub use endpoint::validate_endpoint;
 pub use error::NetError;
 pub use space::{NameEvent, NameWatch, Space, SpaceStats, SpaceWatermark, ZoneWatermark};

@@ -37,6 +37,14 @@ fn type_tag(name: &str) -> u64 {
     stampede_core::TypeTag::of_name(name).0
 }
 
+/// The ``ZENOH_RUNTIME`` value suited to this machine (``None``: Zenoh's defaults). Zenoh
+/// reads the variable once, when the process's first address space joins: a program sets
+/// ``os.environ["ZENOH_RUNTIME"]`` to this before joining, and its child processes inherit it.
+#[pyfunction]
+fn zenoh_runtime_for_this_machine() -> Option<&'static str> {
+    stampede_net::zenoh_runtime_for_this_machine()
+}
+
 /// Called at interpreter exit: core threads stop calling into Python.
 #[pyfunction]
 fn _shutdown() {
@@ -54,6 +62,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loan::Loan>()?;
     m.add_function(wrap_pyfunction!(register_type, m)?)?;
     m.add_function(wrap_pyfunction!(type_tag, m)?)?;
+    m.add_function(wrap_pyfunction!(zenoh_runtime_for_this_machine, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     let atexit = m.py().import("atexit")?;
     atexit.call_method1("register", (m.getattr("_shutdown")?,))?;
