@@ -301,6 +301,36 @@ impl Config {
     }
 }
 
+/// The environment variable Zenoh sizes its thread pools from, read once per process.
+pub const ZENOH_RUNTIME_VAR: &str = "ZENOH_RUNTIME";
+
+/// The `ZENOH_RUNTIME` value for this machine, for programs to set before their first
+/// address space joins (the library never sets it: it belongs to the process). On two
+/// cores or fewer, one worker each for receiving, sending and the application, with
+/// accepting and the network runtime handed over to the application's: Zenoh's default
+/// six workers, beside the space's own threads, would outnumber the cores several times.
+/// `None` (Zenoh's defaults) on larger machines.
+pub fn zenoh_runtime_for_this_machine() -> Option<&'static str> {
+    let small = std::thread::available_parallelism().map_or(true, |n| n.get() <= 2);
+    small.then_some(
+        "(app: (worker_threads: 1), rx: (worker_threads: 1), tx: (worker_threads: 1), \
+         acc: (handover: app), net: (handover: app))",
+    )
+}
+
+/// Sets `ZENOH_RUNTIME` to [`zenoh_runtime_for_this_machine`] unless the environment
+/// already says: for a program's `main`, before any thread starts and before the first
+/// address space joins (Zenoh reads it once). Child processes inherit it, so a benchmark's
+/// baselines run with the same value.
+pub fn size_zenoh_runtime_in_main() {
+    if std::env::var_os(ZENOH_RUNTIME_VAR).is_some() {
+        return;
+    }
+    if let Some(v) = zenoh_runtime_for_this_machine() {
+        std::env::set_var(ZENOH_RUNTIME_VAR, v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -361,35 +391,5 @@ mod tests {
                 );
             }
         }
-    }
-}
-
-/// The environment variable Zenoh sizes its thread pools from, read once per process.
-pub const ZENOH_RUNTIME_VAR: &str = "ZENOH_RUNTIME";
-
-/// The `ZENOH_RUNTIME` value for this machine, for programs to set before their first
-/// address space joins (the library never sets it: it belongs to the process). On two
-/// cores or fewer, one worker each for receiving, sending and the application, with
-/// accepting and the network runtime handed over to the application's: Zenoh's default
-/// six workers, beside the space's own threads, would outnumber the cores several times.
-/// `None` (Zenoh's defaults) on larger machines.
-pub fn zenoh_runtime_for_this_machine() -> Option<&'static str> {
-    let small = std::thread::available_parallelism().map_or(true, |n| n.get() <= 2);
-    small.then_some(
-        "(app: (worker_threads: 1), rx: (worker_threads: 1), tx: (worker_threads: 1), \
-         acc: (handover: app), net: (handover: app))",
-    )
-}
-
-/// Sets `ZENOH_RUNTIME` to [`zenoh_runtime_for_this_machine`] unless the environment
-/// already says: for a program's `main`, before any thread starts and before the first
-/// address space joins (Zenoh reads it once). Child processes inherit it, so a benchmark's
-/// baselines run with the same value.
-pub fn size_zenoh_runtime_in_main() {
-    if std::env::var_os(ZENOH_RUNTIME_VAR).is_some() {
-        return;
-    }
-    if let Some(v) = zenoh_runtime_for_this_machine() {
-        std::env::set_var(ZENOH_RUNTIME_VAR, v);
     }
 }

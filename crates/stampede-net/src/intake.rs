@@ -1,11 +1,19 @@
 //! Puts other spaces sent without waiting: the owner's side (see `pipe`). Each is stored in
 //! the order its connection sent it and answered with an acknowledgement; one that finds its
 //! channel full waits on the pool, and the connection's later puts queue behind it.
+//!
+//! Acknowledgements go out from a thread of their own, which merges those of a burst: a
+//! stored put's acknowledgement also answers every earlier put of its connection that no
+//! refusal of its own answered (puts are stored in order, and a refusal is sent before any
+//! later acknowledgement of its connection). A stream of puts then costs one message back
+//! per burst, not one per put.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
+use crossbeam_channel::{Receiver, Sender};
 use stampede_core::Wait;
 use zenoh::Wait as _;
 
@@ -14,16 +22,31 @@ use crate::space::{lock, Shared};
 use crate::wire::{self, Ack, ErrorCode, Reply, Send};
 use crate::zbytes;
 
+/// Most acknowledgements merged into one round of sending.
+const BURST: usize = 1024;
+
 /// Puts waiting for space, per (putting space, connection), oldest first; the first is
 /// being stored.
-#[derive(Default)]
 pub(crate) struct Intake {
     waiting: Mutex<HashMap<(String, u64), VecDeque<Send>>>,
     /// A publisher of acknowledgements per putting space.
     acks: Mutex<HashMap<String, Arc<zenoh::pubsub::Publisher<'static>>>>,
+    /// Acknowledgements for the sending thread ([`run`]), with their putting space.
+    answers: Sender<(String, Ack)>,
 }
 
 impl Intake {
+    /// The intake, and the inbox its acknowledging thread ([`run`]) drains.
+    pub(crate) fn new() -> (Intake, Receiver<(String, Ack)>) {
+        let (answers, rx) = crossbeam_channel::unbounded();
+        let intake = Intake {
+            waiting: Mutex::default(),
+            acks: Mutex::default(),
+            answers,
+        };
+        (intake, rx)
+    }
+
     /// A space left: its waiting puts go with its connections.
     pub(crate) fn space_left(&self, space: &str) {
         lock(&self.waiting).retain(|k, _| k.0 != space);
@@ -130,19 +153,120 @@ fn ack(sh: &Shared, m: &Send, r: Result<Reply, Reply>) {
             Some((ErrorCode::Other, 0, 0, server::unexpected(&other))),
         ),
     };
-    let payload = wire::encode_ack(&Ack {
+    let a = Ack {
         conn: m.conn,
         seq: m.seq,
         marks,
         arrival,
         failure,
-    });
-    let sent = acks_to(sh, &m.task.space).and_then(|p| {
+    };
+    // The thread only stops with the space.
+    let _ = sh.intake.answers.send((m.task.space.clone(), a));
+}
+
+/// The acknowledging thread: sends what [`ack`] queued, merging each connection's
+/// consecutive stored puts, until the space goes.
+pub(crate) fn run(sh: Weak<Shared>, rx: Receiver<(String, Ack)>) {
+    loop {
+        let first = match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(a) => a,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                if sh.strong_count() == 0 {
+                    return;
+                }
+                continue;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        };
+        let Some(sh) = sh.upgrade() else { return };
+        let burst = std::iter::once(first).chain(rx.try_iter().take(BURST - 1));
+        for (space, a) in merge(burst) {
+            send_ack(&sh, &space, &a);
+        }
+    }
+}
+
+/// `acks` with each connection's run of stored puts answered by its last, in an order that
+/// keeps every refusal before the later acknowledgements of its connection.
+fn merge(acks: impl Iterator<Item = (String, Ack)>) -> Vec<(String, Ack)> {
+    let mut out: Vec<(String, Ack)> = Vec::new();
+    // Per (space, connection), the index in `out` of its latest stored put's answer, while
+    // no refusal followed it.
+    let mut open: HashMap<(String, u64), usize> = HashMap::new();
+    for (space, a) in acks {
+        let key = (space, a.conn);
+        if a.failure.is_some() {
+            open.remove(&key);
+            out.push((key.0, a));
+            continue;
+        }
+        match open.get(&key) {
+            Some(&i) => {
+                let m = &mut out[i].1;
+                m.seq = m.seq.max(a.seq);
+                m.marks = m.marks.max(a.marks);
+                m.arrival = m.arrival.max(a.arrival);
+            }
+            None => {
+                open.insert(key.clone(), out.len());
+                out.push((key.0, a));
+            }
+        }
+    }
+    out
+}
+
+fn send_ack(sh: &Shared, space: &str, a: &Ack) {
+    let payload = wire::encode_ack(a);
+    let sent = acks_to(sh, space).and_then(|p| {
         p.put(payload)
             .wait()
             .map_err(|e| crate::error::zenoh_text(&e))
     });
     if let Err(e) = sent {
-        tracing::warn!(space = m.task.space, "acknowledgement not sent: {e}");
+        tracing::warn!(space, "acknowledgement not sent: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(conn: u64, seq: u64, refused: bool) -> (String, Ack) {
+        let failure = refused.then(|| (ErrorCode::Other, 0, 0, String::new()));
+        let a = Ack {
+            conn,
+            seq,
+            marks: seq * 10,
+            arrival: seq,
+            failure,
+        };
+        ("s".to_owned(), a)
+    }
+
+    #[test]
+    fn stored_puts_merge_up_to_a_refusal_of_their_connection() {
+        let burst = [
+            ack(1, 1, false),
+            ack(2, 1, false),
+            ack(1, 2, false),
+            ack(1, 3, true),
+            ack(1, 4, false),
+            ack(2, 2, false),
+            ack(1, 5, false),
+        ];
+        let got: Vec<_> = merge(burst.into_iter())
+            .into_iter()
+            .map(|(_, a)| (a.conn, a.seq, a.marks, a.failure.is_some()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 2, 20, false),
+                (2, 2, 20, false),
+                (1, 3, 30, true),
+                (1, 5, 50, false),
+            ]
+        );
     }
 }

@@ -211,34 +211,45 @@ impl Pipe {
         Ok(0)
     }
 
-    /// The owner answered put `ack.seq`.
+    /// The owner answered put `ack.seq`: stored, with every earlier one in flight (the
+    /// owner stores a connection's puts in order and answers a refusal on its own, before
+    /// any later put's answer), or refused.
     pub(crate) fn acked(&self, sh: &Shared, ack: &Ack) {
         let mut st = self.state();
-        let Some(f) = st.flight.remove(&ack.seq) else {
-            return;
-        };
-        st.bytes -= f.bytes;
-        match &ack.failure {
-            None => {
-                drop(st);
+        let Some((code, a, _, text)) = &ack.failure else {
+            let later = match ack.seq.checked_add(1) {
+                Some(next) => st.flight.split_off(&next),
+                None => BTreeMap::new(),
+            };
+            let stored = std::mem::replace(&mut st.flight, later);
+            if stored.is_empty() {
+                return;
+            }
+            st.bytes -= stored.values().map(|f| f.bytes).sum::<usize>();
+            drop(st);
+            for f in stored.into_values() {
                 // The owner's marks hold the item from here on: record the transfer before
                 // the put's own term goes.
                 sh.hold_moved(&self.owner, self.zone, f.ts, ack.marks);
                 drop(f.hold);
             }
-            Some((code, a, _, text)) => {
-                let kind = refusal(*code, *a).unwrap_or_else(|| {
-                    tracing::warn!(owner = self.owner, "put refused: {text}");
-                    PutErrorKind::Unreachable
-                });
-                st.closed |= kind == PutErrorKind::Closed;
-                st.sent.remove(&f.ts);
-                st.refused.push_back(PutError::deferred(kind, f.ts, f.item));
-                drop(st);
-                sh.counters.puts_refused.fetch_add(1, Ordering::Relaxed);
-                drop(f.hold);
-            }
-        }
+            self.changed.notify_all();
+            return;
+        };
+        let Some(f) = st.flight.remove(&ack.seq) else {
+            return;
+        };
+        st.bytes -= f.bytes;
+        let kind = refusal(*code, *a).unwrap_or_else(|| {
+            tracing::warn!(owner = self.owner, "put refused: {text}");
+            PutErrorKind::Unreachable
+        });
+        st.closed |= kind == PutErrorKind::Closed;
+        st.sent.remove(&f.ts);
+        st.refused.push_back(PutError::deferred(kind, f.ts, f.item));
+        drop(st);
+        sh.counters.puts_refused.fetch_add(1, Ordering::Relaxed);
+        drop(f.hold);
         self.changed.notify_all();
     }
 

@@ -591,6 +591,7 @@ impl Space {
         }
         let rt = rt.build();
         let (feeds, push_rx) = Feeds::new();
+        let (intake, acks_rx) = Intake::new();
         let (hurry, hurried) = crossbeam_channel::bounded(1);
         let (events, queues) = Events::new();
         let sh = Arc::new(Shared {
@@ -600,7 +601,7 @@ impl Space {
             rt,
             pool: server::Pool::new(),
             pipes: Mutex::default(),
-            intake: Intake::default(),
+            intake,
             cfg,
             owned: Mutex::default(),
             names: Mutex::default(),
@@ -622,7 +623,7 @@ impl Space {
             keep: Mutex::default(),
         });
         let space = Space { sh };
-        space.start(push_rx, hurried)?;
+        space.start(push_rx, acks_rx, hurried)?;
         let sub = Events::start(&space.sh, queues).map_err(NetError::Connect)?;
         space.keep(sub);
         // From now on the runtime's names and lookups are the application's.
@@ -665,6 +666,7 @@ impl Space {
     fn start(
         &self,
         push_rx: Receiver<(u64, Timestamp, u64)>,
+        acks_rx: Receiver<(String, wire::Ack)>,
         hurried: Receiver<u32>,
     ) -> Result<(), NetError> {
         let sh = &self.sh;
@@ -776,6 +778,11 @@ impl Space {
         std::thread::Builder::new()
             .name("stampede-push".into())
             .spawn(move || crate::feed::run(weak, push_rx))
+            .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
+        let weak = Arc::downgrade(sh);
+        std::thread::Builder::new()
+            .name("stampede-acks".into())
+            .spawn(move || crate::intake::run(weak, acks_rx))
             .map_err(|e| NetError::Connect(format!("could not start a thread: {e}")))?;
         // Report local marks as passes change them.
         let (tx, rx): (Sender<()>, Receiver<()>) = crossbeam_channel::bounded(1);
