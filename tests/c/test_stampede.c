@@ -2242,6 +2242,270 @@ done:
 /* Pacing                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
+/* ---- observing: counters, the watermark and what holds it ---- */
+
+static bool has_hold(const stp_hold *h, size_t n, int64_t ts, stp_hold_cause cause) {
+    for (size_t i = 0; i < n; i++)
+        if (h[i].ts == ts && h[i].cause == cause) return true;
+    return false;
+}
+
+static void test_observe_stats_and_explain(void) {
+    chan_fix f;
+    stp_item *it = NULL;
+    stp_channel_stats cs;
+    stp_gc_stats gs;
+    stp_watermark w;
+    stp_hold holds[8];
+    stp_space_stats ss;
+    char *text = NULL;
+    int64_t ts = 0;
+    CHAN_SETUP(f, 0);
+    for (int64_t t = 1; t <= 3; t++) {
+        it = text_item("x");
+        CHECK(it != NULL);
+        CHECK_OK(stp_channel_put(f.out, t, it, 0, 0));
+        stp_item_free(it);
+        it = NULL;
+    }
+    CHECK_OK(stp_channel_get(f.in, STP_OLDEST, 0, 0, &ts, &it));
+    CHECK_EQ_I64(ts, 1);
+    CHECK_OK(stp_channel_consume(f.in, 1));
+    CHECK_OK(stp_task_set_virtual_time(f.prod, STP_INFINITY));
+    CHECK_OK(stp_runtime_collect(f.rt));
+    CHECK_OK(stp_channel_get_stats(f.ch, &cs));
+    CHECK_EQ_U64(cs.puts, 3);
+    CHECK_EQ_U64(cs.gets, 1);
+    CHECK_EQ_U64(cs.items, 2);
+    CHECK_EQ_U64(cs.reclaimed, 1);
+    CHECK_EQ_U64(cs.connections, 1);
+    CHECK_OK(stp_runtime_gc_stats(f.rt, 0, &gs));
+    CHECK(gs.passes > 0);
+    CHECK_EQ_U64(gs.reclaimed, 1);
+    CHECK_EQ_I64(gs.floor, 2);
+    /* Counting the terms first, then reading them with the report. */
+    CHECK_OK(stp_runtime_explain(f.rt, 0, &w, NULL, 0, NULL));
+    CHECK_EQ_I64(w.watermark, 2);
+    CHECK_EQ_I64(w.floor, 2);
+    CHECK(w.holds >= 1 && w.holds <= 8);
+    CHECK_OK(stp_runtime_explain(f.rt, 0, &w, holds, 8, &text));
+    CHECK(has_hold(holds, w.holds, 2, STP_HOLD_UNCONSUMED));
+    CHECK_MSG(text != NULL && strstr(text, "consumer") != NULL, "report: %s", text);
+    CHECK_INVALID(stp_runtime_explain(f.rt, 0, &w, NULL, 3, NULL), "holds");
+    CHECK_INVALID(stp_runtime_explain(f.rt, 0, NULL, NULL, 0, NULL), "out");
+    /* An embedded runtime has no address-space counters. */
+    CHECK_ST(stp_runtime_space_stats(f.rt, &ss), STP_UNSUPPORTED);
+    CHECK_INVALID(stp_channel_get_stats(NULL, &cs), "NULL");
+    CHECK_INVALID(stp_channel_get_stats(f.ch, NULL), "NULL");
+    CHECK_INVALID(stp_runtime_gc_stats(NULL, 0, &gs), "NULL");
+done:
+    stp_string_free(text);
+    stp_item_free(it);
+    chan_teardown(&f);
+}
+
+/* ---- arrival callbacks and garbage handlers ---- */
+
+typedef struct {
+    atomic_int calls;
+    atomic_llong last_ts;
+    char text[64];
+} seen_events;
+
+static void on_arrival(void *ctx, int64_t ts) {
+    seen_events *s = ctx;
+    atomic_store(&s->last_ts, (long long)ts);
+    atomic_fetch_add(&s->calls, 1);
+}
+
+static void on_garbage(void *ctx, int64_t ts, const stp_item *item) {
+    seen_events *s = ctx;
+    size_t len = 0;
+    const void *d = stp_item_data(item, &len);
+    if (d != NULL && len < sizeof s->text) {
+        memcpy(s->text, d, len);
+        s->text[len] = '\0';
+    }
+    atomic_store(&s->last_ts, (long long)ts);
+    atomic_fetch_add(&s->calls, 1);
+}
+
+static void test_events_arrival_and_garbage(void) {
+    chan_fix f;
+    stp_item *it = NULL;
+    stp_subscription *sub = NULL;
+    stp_queue *q = NULL;
+    stp_queue_out *qout = NULL;
+    stp_queue_in *qin = NULL;
+    stp_subscription *qsub = NULL;
+    stp_task *qt = NULL;
+    static seen_events arrived, collected, qarrived, qcollected;
+    int64_t ts = 0;
+    uint64_t ticket = 0;
+    memset(&arrived, 0, sizeof arrived);
+    memset(&collected, 0, sizeof collected);
+    memset(&qarrived, 0, sizeof qarrived);
+    memset(&qcollected, 0, sizeof qcollected);
+    CHAN_SETUP(f, 0);
+    CHECK_OK(stp_channel_on_arrival(f.ch, on_arrival, &arrived, &sub));
+    CHECK_OK(stp_channel_on_garbage(f.ch, on_garbage, &collected));
+    it = text_item("first");
+    CHECK(it != NULL);
+    CHECK_OK(stp_channel_put(f.out, 4, it, 0, 0));
+    stp_item_free(it);
+    it = NULL;
+    /* Called on the putting thread: done when the put returns. */
+    CHECK_EQ_I64(atomic_load(&arrived.calls), 1);
+    CHECK_EQ_I64(atomic_load(&arrived.last_ts), 4);
+    stp_subscription_free(sub);
+    sub = NULL;
+    it = text_item("second");
+    CHECK(it != NULL);
+    CHECK_OK(stp_channel_put(f.out, 5, it, 0, 0));
+    stp_item_free(it);
+    it = NULL;
+    CHECK_EQ_I64(atomic_load(&arrived.calls), 1); /* unsubscribed */
+    CHECK_OK(stp_channel_get(f.in, STP_EXACT, 4, 0, &ts, &it));
+    stp_item_free(it);
+    it = NULL;
+    CHECK_OK(stp_channel_consume(f.in, 4));
+    CHECK_OK(stp_task_set_virtual_time(f.prod, STP_INFINITY));
+    CHECK_OK(stp_runtime_collect(f.rt));
+    CHECK_EQ_I64(atomic_load(&collected.calls), 1);
+    CHECK_EQ_I64(atomic_load(&collected.last_ts), 4);
+    CHECK_STR(collected.text, "first");
+    CHECK_INVALID(stp_channel_on_arrival(f.ch, NULL, NULL, &sub), "NULL");
+    CHECK_INVALID(stp_channel_on_arrival(f.ch, on_arrival, NULL, NULL), "NULL");
+    CHECK_INVALID(stp_channel_on_garbage(f.ch, NULL, NULL), "NULL");
+    /* Queues: told of each put, and of each item consumed. */
+    CHECK_OK(stp_queue_new(f.rt, NULL, 0, 0, &q));
+    CHECK_OK(stp_queue_on_arrival(q, on_arrival, &qarrived, &qsub));
+    CHECK_OK(stp_queue_on_garbage(q, on_garbage, &qcollected));
+    CHECK_OK(stp_task_new(f.rt, STP_AT_FLOOR, "jobs", &qt));
+    CHECK_OK(stp_queue_attach_output(qt, q, &qout));
+    CHECK_OK(stp_queue_attach_input(f.cons, q, &qin));
+    it = text_item("job");
+    CHECK(it != NULL);
+    CHECK_OK(stp_queue_put(qout, 7, it, 0, &ticket));
+    stp_item_free(it);
+    it = NULL;
+    CHECK_EQ_I64(atomic_load(&qarrived.calls), 1);
+    CHECK_EQ_I64(atomic_load(&qarrived.last_ts), 7);
+    CHECK_OK(stp_queue_get(qin, 0, &ts, &ticket, &it));
+    CHECK_OK(stp_queue_consume(qin, ticket));
+    CHECK_EQ_I64(atomic_load(&qcollected.calls), 1);
+    CHECK_STR(qcollected.text, "job");
+done:
+    stp_item_free(it);
+    stp_subscription_free(sub);
+    stp_subscription_free(qsub);
+    stp_queue_in_free(qin);
+    stp_queue_out_free(qout);
+    stp_task_free(qt);
+    chan_teardown(&f);
+    stp_queue_free(q);
+}
+
+/* ---- correlation ---- */
+
+static void test_correlator_sets(void) {
+    stp_runtime *rt = NULL;
+    stp_channel *video = NULL, *audio = NULL;
+    stp_task *src = NULL, *fusion = NULL;
+    stp_channel_out *vout = NULL, *aout = NULL;
+    stp_channel_in *ins[2] = {NULL, NULL};
+    stp_channel_in *twice[2] = {NULL, NULL};
+    stp_correlator *c = NULL;
+    stp_set *set = NULL;
+    stp_item *it = NULL;
+    int64_t ts = 0;
+    CHECK_OK(stp_runtime_new(&rt));
+    CHECK_OK(stp_channel_new(rt, NULL, 0, 0, &video));
+    CHECK_OK(stp_channel_new(rt, NULL, 0, 0, &audio));
+    CHECK_OK(stp_task_new(rt, 0, "src", &src));
+    CHECK_OK(stp_task_new(rt, STP_INFINITY, "fusion", &fusion));
+    CHECK_OK(stp_channel_attach_output(src, video, &vout));
+    CHECK_OK(stp_channel_attach_output(src, audio, &aout));
+    CHECK_OK(stp_channel_attach_input(fusion, video, &ins[0]));
+    CHECK_OK(stp_channel_attach_input(fusion, audio, &ins[1]));
+    /* Refused arguments leave the connections to the caller. */
+    twice[0] = twice[1] = ins[0];
+    CHECK_INVALID(stp_correlator_new(twice, 2, STP_MATCH_EXACT, 0, &c), "twice");
+    CHECK_INVALID(stp_correlator_new(ins, 0, STP_MATCH_EXACT, 0, &c), "at least one");
+    CHECK_INVALID(stp_correlator_new(ins, 2, 7, 0, &c), "stp_match");
+    CHECK_INVALID(stp_correlator_new(ins, 2, STP_MATCH_WITHIN, -1, &c), "negative");
+    CHECK_OK(stp_correlator_new(ins, 2, STP_MATCH_WITHIN, 2, &c));
+    ins[0] = ins[1] = NULL; /* the correlator's now */
+    it = text_item("frame");
+    CHECK(it != NULL);
+    CHECK_OK(stp_channel_put(vout, 10, it, 0, 0));
+    stp_item_free(it);
+    it = text_item("chunk");
+    CHECK(it != NULL);
+    CHECK_OK(stp_channel_put(aout, 11, it, 0, 0));
+    stp_item_free(it);
+    it = NULL;
+    CHECK_OK(stp_correlator_get(c, LONG_MS, &set));
+    CHECK_EQ_I64(stp_set_ts(set), 10);
+    CHECK_EQ_U64(stp_set_len(set), 2);
+    CHECK_OK(stp_set_item(set, 1, &ts, &it));
+    CHECK_EQ_I64(ts, 11);
+    CHECK(is_text(it, "chunk"));
+    stp_item_free(it);
+    it = NULL;
+    CHECK_INVALID(stp_set_item(set, 2, &ts, &it), "input 2");
+    CHECK_OK(stp_correlator_consume(c, set));
+    CHECK_EQ_U64(stp_correlator_skipped(c), 0);
+    stp_set_free(set);
+    set = NULL;
+    CHECK_ST(stp_correlator_get(c, 0, &set), STP_UNAVAILABLE);
+    CHECK(set == NULL);
+done:
+    stp_item_free(it);
+    stp_set_free(set);
+    stp_correlator_free(c);
+    stp_channel_in_free(ins[0]);
+    stp_channel_in_free(ins[1]);
+    stp_channel_out_free(vout);
+    stp_channel_out_free(aout);
+    stp_task_free(fusion);
+    stp_task_free(src);
+    stp_channel_free(video);
+    stp_channel_free(audio);
+    stp_runtime_free(rt);
+}
+
+/* ---- items of user types ---- */
+
+static void test_items_typed(void) {
+    chan_fix f;
+    stp_item *it = NULL, *got = NULL;
+    static const unsigned char point[] = {1, 0, 0, 0, 2, 0, 0, 0};
+    size_t len = 0;
+    const void *d;
+    CHAN_SETUP(f, 0);
+    CHECK_OK(stp_item_typed("demo.point", point, sizeof point, &it));
+    CHECK(stp_type_tag("demo.point") != 0);
+    CHECK_EQ_U64(stp_item_tag(it), stp_type_tag("demo.point"));
+    CHECK(stp_type_tag("demo.point") != stp_type_tag("demo.other"));
+    CHECK(stp_item_kind_of(it) == STP_ITEM_OTHER);
+    got = round_trip(&f, 1, it);
+    CHECK_MSG(got != NULL, "round trip failed: %s", stp_last_error());
+    CHECK_EQ_U64(stp_item_tag(got), stp_type_tag("demo.point"));
+    d = stp_item_data(got, &len);
+    CHECK(d != NULL && len == sizeof point && memcmp(d, point, len) == 0);
+    CHECK_EQ_U64(stp_type_tag(NULL), 0);
+    stp_item_free(got);
+    got = NULL;
+    CHECK_INVALID(stp_item_typed("stampede.bytes", point, 1, &got), "built-in");
+    CHECK_INVALID(stp_item_typed(NULL, point, 1, &got), "NULL");
+    CHECK(got == NULL);
+done:
+    stp_item_free(it);
+    stp_item_free(got);
+    chan_teardown(&f);
+}
+
 static void test_pacer_paces_ticks(void) {
     stp_pacer *p = NULL;
     stp_pacer_stats s;
@@ -2793,6 +3057,14 @@ static void test_dist_register(void) {
         el = now_ms() - t0;
         CHECK_MSG(el >= 40.0, "the remote read gave up after %.2f ms, timeout 40", el);
     }
+    /* The owner served this space's requests and pushed it the writes. */
+    {
+        stp_space_stats router, client;
+        CHECK_OK(stp_runtime_space_stats(g_router, &router));
+        CHECK_OK(stp_runtime_space_stats(g_client, &client));
+        CHECK(client.served > 0 && client.pushed > 0);
+        CHECK(router.push_received > 0);
+    }
 done:
     if (running) {
         stp_register_close(own);
@@ -3038,6 +3310,10 @@ static const test_case tests[] = {
     T(items_bytes_text),
     T(items_arrays),
     T(items_array_accessors_wrong_type),
+    T(items_typed),
+    T(observe_stats_and_explain),
+    T(events_arrival_and_garbage),
+    T(correlator_sets),
     T(pacer_paces_ticks),
     T(pacer_late_actions),
     T(thread_stream_watermark),

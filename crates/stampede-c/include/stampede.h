@@ -124,6 +124,26 @@ typedef enum {
   STP_F64 = 11,
 } stp_dtype;
 
+// Why a timestamp holds a zone's watermark back (`stp_hold::cause`).
+typedef enum {
+  // A live task's virtual time (`task` is set).
+  STP_HOLD_VIRTUAL_TIME = 0,
+  // A put blocked on a full container (`task`, `container`).
+  STP_HOLD_PENDING_PUT = 1,
+  // The oldest item not yet consumed on a channel input connection (`task`, `container`).
+  STP_HOLD_UNCONSUMED = 2,
+  // Nothing at or above this timestamp was ever put in the zone.
+  STP_HOLD_HORIZON = 3,
+  // The zone has no live task; its floor is kept for tasks that join later.
+  STP_HOLD_NO_LIVE_TASK = 4,
+  // The lowest term another address space reported.
+  STP_HOLD_REMOTE = 5,
+  // An unconsumed queue item (`container`; `task` if a task holds it).
+  STP_HOLD_QUEUE_ITEM = 6,
+  // A cause this version of the library does not name (see the report's text).
+  STP_HOLD_OTHER = 7,
+} stp_hold_cause;
+
 // The outcome of `stp_pacer_sync`.
 typedef enum {
   // On time: slept until due, or late within tolerance.
@@ -170,6 +190,14 @@ typedef enum {
   STP_LATE_RESYNC = 2,
 } stp_late_action;
 
+// How the items of a correlated set match (`stp_correlator_new`).
+typedef enum {
+  // Every channel has an item with the same timestamp.
+  STP_MATCH_EXACT = 0,
+  // Every other channel has an item within `within` of the first channel's item.
+  STP_MATCH_WITHIN = 1,
+} stp_match;
+
 // A channel: time-indexed items, here or in another address space.
 typedef struct stp_channel stp_channel;
 
@@ -181,6 +209,9 @@ typedef struct stp_channel_out stp_channel_out;
 
 // A join configuration, built by `stp_config_new` and the `stp_config_*` setters.
 typedef struct stp_config stp_config;
+
+// Delivers correlated sets in increasing timestamp order.
+typedef struct stp_correlator stp_correlator;
 
 // An item: the value of a put or a get. Immutable; free with `stp_item_free`.
 typedef struct stp_item stp_item;
@@ -214,6 +245,12 @@ typedef struct stp_register_out stp_register_out;
 // application. Containers and tasks are made from it; free it last.
 typedef struct stp_runtime stp_runtime;
 
+// One correlated set: an item per input, in input order.
+typedef struct stp_set stp_set;
+
+// A registered arrival callback; freeing it unsubscribes.
+typedef struct stp_subscription stp_subscription;
+
 // A task: a thread of control with a virtual time. Use it from any thread; its connections
 // belong to it.
 typedef struct stp_task stp_task;
@@ -230,6 +267,118 @@ typedef struct {
   // The nearest available timestamp above the request.
   int64_t above;
 } stp_neighbors;
+
+// Told the timestamp of each item put: `ctx` is what was registered with it.
+typedef void (*stp_arrival_fn)(void *ctx, int64_t ts);
+
+// Told of each item reclaimed, with the item, which is valid only during the call (clone it
+// with `stp_item_clone` to keep it).
+typedef void (*stp_garbage_fn)(void *ctx, int64_t ts, const stp_item *item);
+
+// Counters of a channel (zero for a channel another address space owns: ask its owner).
+typedef struct {
+  // Items stored now.
+  uint64_t items;
+  // Input connections attached now.
+  uint64_t connections;
+  // Items gotten and not consumed, summed over connections.
+  uint64_t open;
+  // Successful puts.
+  uint64_t puts;
+  // Successful gets.
+  uint64_t gets;
+  // Items reclaimed (by the watermark or by reference counts).
+  uint64_t reclaimed;
+  // Items passed over unseen by `STP_NEWEST_UNSEEN` gets.
+  uint64_t skipped;
+  // Puts that failed because the channel was full.
+  uint64_t full;
+} stp_channel_stats;
+
+// Counters of a queue (zero for a queue another address space owns).
+typedef struct {
+  // Items waiting to be gotten.
+  uint64_t waiting;
+  // Items gotten and not yet consumed.
+  uint64_t held;
+  // Successful puts.
+  uint64_t puts;
+  // Successful gets.
+  uint64_t gets;
+  // Items consumed.
+  uint64_t consumed;
+  // Held items put back for another getter because their connection went away.
+  uint64_t redelivered;
+  // Puts that failed because the queue was full.
+  uint64_t full;
+} stp_queue_stats;
+
+// Garbage-collection counters of one time zone of a runtime.
+typedef struct {
+  // Collection passes run.
+  uint64_t passes;
+  // Items reclaimed.
+  uint64_t reclaimed;
+  // Everything below this timestamp has been reclaimed.
+  int64_t floor;
+} stp_gc_stats;
+
+// Counters of an address space joined to a distributed application (see the Rust
+// `SpaceStats` for each one's meaning).
+typedef struct {
+  uint64_t served;
+  uint64_t malformed;
+  uint64_t refused;
+  uint64_t unreachable;
+  uint64_t cache_hits;
+  uint64_t spaces_lost;
+  uint64_t pushed;
+  uint64_t push_skipped;
+  uint64_t push_received;
+  uint64_t consume_failed;
+  uint64_t events_sent;
+  uint64_t events_received;
+  uint64_t events_dropped;
+  uint64_t events_lost;
+  uint64_t puts_sent;
+  uint64_t puts_refused;
+  uint64_t view_hits;
+  uint64_t register_hits;
+  uint64_t leased;
+  uint64_t lease_hits;
+  uint64_t view_snapshots;
+  uint64_t seen_refused;
+  uint64_t sent_as_received;
+  uint64_t sent_fresh;
+  uint64_t loans_shared;
+  uint64_t loans_plain;
+} stp_space_stats;
+
+// A zone's watermark and what holds it (`stp_runtime_explain`).
+typedef struct {
+  // The zone.
+  uint32_t zone;
+  // The lowest of this runtime's own terms: what it reports to other address spaces.
+  int64_t local;
+  // Everything below this has been reclaimed.
+  int64_t floor;
+  // The watermark the terms give now.
+  int64_t watermark;
+  // How many terms there are (lowest first); at most `holds_cap` were written.
+  size_t holds;
+} stp_watermark;
+
+// One term of a zone's watermark.
+typedef struct {
+  // The timestamp it holds.
+  int64_t ts;
+  // Why.
+  stp_hold_cause cause;
+  // The task concerned, or 0.
+  uint64_t task;
+  // The container concerned, or 0.
+  uint64_t container;
+} stp_hold;
 
 // Counters of a pacer.
 typedef struct {
@@ -250,6 +399,72 @@ extern "C" {
 // The library's version, e.g. "0.1.0". Static; never NULL.
 const char *stp_version(void);
 
+// A correlator over `n` input connections (`match` an `stp_match`; `within` the distance
+// for `STP_MATCH_WITHIN`). It takes the connections over: do not use or free them after
+// the call, which detaches them when it fails with `STP_UNREACHABLE` (a channel's owner
+// could not be reached), and `stp_correlator_free` otherwise. Only a call that fails with
+// `STP_INVALID_ARGUMENT` leaves them the caller's.
+//
+// # Safety
+// `inputs` holds `n` live, distinct input connections; `out` is writable.
+stp_status stp_correlator_new(stp_channel_in *const *inputs, size_t n, int32_t match, int64_t within, stp_correlator **out);
+
+// Gets the next set, waiting per `timeout_ms` (as a channel get); `*out` is a new set the
+// caller frees with `stp_set_free`.
+//
+// # Safety
+// `c` is a live correlator; `out` is writable.
+stp_status stp_correlator_get(const stp_correlator *c, int64_t timeout_ms, stp_set **out);
+
+// Consumes the set's items on their connections.
+//
+// # Safety
+// `c` is a live correlator and `set` a live set it returned.
+stp_status stp_correlator_consume(const stp_correlator *c, const stp_set *set);
+
+// Consumes, on every connection, everything up to the set's item there, skipped items too.
+//
+// # Safety
+// As for `stp_correlator_consume`.
+stp_status stp_correlator_consume_until(const stp_correlator *c, const stp_set *set);
+
+// First-channel items skipped so far because they could no longer be matched.
+//
+// # Safety
+// `c` is NULL (0) or a live correlator.
+uint64_t stp_correlator_skipped(const stp_correlator *c);
+
+// Detaches the correlator's connections and frees it. NULL is ignored.
+//
+// # Safety
+// `c` is NULL or a live correlator, not used after this.
+void stp_correlator_free(stp_correlator *c);
+
+// The set's timestamp: its first input's item's.
+//
+// # Safety
+// `s` is a live set.
+int64_t stp_set_ts(const stp_set *s);
+
+// How many items the set has (one per input).
+//
+// # Safety
+// `s` is a live set.
+size_t stp_set_len(const stp_set *s);
+
+// The set's item from input `i`: its timestamp in `*ts`, and in `*item` a new item the
+// caller frees.
+//
+// # Safety
+// `s` is a live set; `ts` and `item` are writable.
+stp_status stp_set_item(const stp_set *s, size_t i, int64_t *ts, stp_item **item);
+
+// Frees a set. NULL is ignored.
+//
+// # Safety
+// `s` is NULL or a live set, not used after this.
+void stp_set_free(stp_set *s);
+
 // A message describing the most recent failed call on this thread ("" if none). The string
 // stays valid until the next failing call on this thread.
 const char *stp_last_error(void);
@@ -260,6 +475,42 @@ stp_neighbors stp_last_neighbors(void);
 // The name of a status code, e.g. "STP_TIMEOUT"; "STP_UNKNOWN" for a value that is not one.
 // Static; never NULL.
 const char *stp_status_name(int32_t status);
+
+// Calls `f(ctx, ts)` for every item put into the channel from now on: on the putting
+// thread for a channel of this runtime, on the runtime's event thread (in order) for one
+// another address space owns. `*out` is the subscription: `stp_subscription_free` ends it.
+//
+// # Safety
+// `c` is a live channel; `f` may be called from any thread with `ctx` until the
+// subscription is freed; `out` is writable.
+stp_status stp_channel_on_arrival(const stp_channel *c, stp_arrival_fn f, void *ctx, stp_subscription **out);
+
+// [`stp_channel_on_arrival`] for a queue.
+//
+// # Safety
+// As for `stp_channel_on_arrival`.
+stp_status stp_queue_on_arrival(const stp_queue *q, stp_arrival_fn f, void *ctx, stp_subscription **out);
+
+// Ends the subscription (no call starts after this returns) and frees it. NULL is ignored.
+//
+// # Safety
+// `s` is NULL or a live subscription, not used after this.
+void stp_subscription_free(stp_subscription *s);
+
+// Calls `f(ctx, ts, item)` for every item of the channel reclaimed from now on (the
+// channel's one garbage handler: a second call replaces it). For a channel another address
+// space owns, the owner sends each reclaimed item here.
+//
+// # Safety
+// `c` is a live channel; `f` may be called from any thread with `ctx` for as long as the
+// channel lives.
+stp_status stp_channel_on_garbage(const stp_channel *c, stp_garbage_fn f, void *ctx);
+
+// [`stp_channel_on_garbage`] for a queue: called for every item consumed.
+//
+// # Safety
+// As for `stp_channel_on_garbage`.
+stp_status stp_queue_on_garbage(const stp_queue *q, stp_garbage_fn f, void *ctx);
 
 // A bytes item holding a copy of `len` bytes at `data`.
 //
@@ -280,6 +531,23 @@ stp_status stp_item_text(const char *s, stp_item **out);
 // # Safety
 // `shape` is readable for `ndim` values; `data` for `len` bytes; `out` is writable.
 stp_status stp_item_array(int32_t dtype_code, size_t ndim, const size_t *shape, const void *data, size_t len, stp_item **out);
+
+// An item of the user type called `type_name`, holding a copy of its `len` marshalled
+// bytes at `data`: tagged `stp_type_tag(type_name)`, so Python code that registered the
+// same name (`stampede.register_type`) reads it as its own object, and Rust code as its
+// `Stampede` type of that name. `stp_item_data` gives the bytes back.
+//
+// # Safety
+// `type_name` is a NUL-terminated string; `data` is readable for `len` bytes (or NULL with
+// `len` 0); `out` is writable.
+stp_status stp_item_typed(const char *type_name, const void *data, size_t len, stp_item **out);
+
+// The 64-bit type tag of the type called `type_name` (FNV-1a of its UTF-8 bytes), as every
+// language computes it; 0 for NULL.
+//
+// # Safety
+// `type_name` is NULL or a NUL-terminated string.
+uint64_t stp_type_tag(const char *type_name);
 
 // Another handle to the same item (items are immutable and shared, not copied).
 //
@@ -362,6 +630,53 @@ stp_status stp_loan_finish(stp_loan *loan, stp_item **out);
 // # Safety
 // `loan` is NULL or a live loan, not used afterwards.
 void stp_loan_free(stp_loan *loan);
+
+// Writes the channel's counters to `*out`.
+//
+// # Safety
+// `c` is a live channel; `out` is writable.
+stp_status stp_channel_get_stats(const stp_channel *c, stp_channel_stats *out);
+
+// Writes the queue's counters to `*out`.
+//
+// # Safety
+// `q` is a live queue; `out` is writable.
+stp_status stp_queue_get_stats(const stp_queue *q, stp_queue_stats *out);
+
+// Writes the garbage-collection counters of time zone `zone` to `*out`.
+//
+// # Safety
+// `rt` is a live runtime; `out` is writable.
+stp_status stp_runtime_gc_stats(const stp_runtime *rt, uint32_t zone, stp_gc_stats *out);
+
+// Runs a collection pass over every zone now, instead of waiting for the next one.
+//
+// # Safety
+// `rt` is a live runtime.
+stp_status stp_runtime_collect(const stp_runtime *rt);
+
+// Writes the counters of the address space `rt` joined to `*out`; `STP_UNSUPPORTED` for
+// an embedded runtime.
+//
+// # Safety
+// `rt` is a live runtime; `out` is writable.
+stp_status stp_runtime_space_stats(const stp_runtime *rt, stp_space_stats *out);
+
+// Explains zone `zone`'s watermark: its figures in `*out`, its terms (lowest first) in
+// `holds[0..holds_cap]` (`out->holds` says how many there are: call again with a larger
+// array to see them all), and, unless `text` is NULL, a readable report in `*text`, which
+// the caller frees with `stp_string_free`.
+//
+// # Safety
+// `rt` is a live runtime; `out` is writable; `holds` is writable for `holds_cap` entries
+// (or NULL with `holds_cap` 0); `text` is NULL or writable.
+stp_status stp_runtime_explain(const stp_runtime *rt, uint32_t zone, stp_watermark *out, stp_hold *holds, size_t holds_cap, char **text);
+
+// Frees a string this library returned. NULL is ignored.
+//
+// # Safety
+// `s` is NULL or a string from this library, not freed before.
+void stp_string_free(char *s);
 
 // A pacer with a tick period and a lateness tolerance in microseconds, and a policy for late
 // ticks (an `stp_late_action`).

@@ -205,6 +205,51 @@ pub unsafe extern "C" fn stp_item_array(
     })
 }
 
+/// An item of the user type called `type_name`, holding a copy of its `len` marshalled
+/// bytes at `data`: tagged `stp_type_tag(type_name)`, so Python code that registered the
+/// same name (`stampede.register_type`) reads it as its own object, and Rust code as its
+/// `Stampede` type of that name. `stp_item_data` gives the bytes back.
+///
+/// # Safety
+/// `type_name` is a NUL-terminated string; `data` is readable for `len` bytes (or NULL with
+/// `len` 0); `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_item_typed(
+    type_name: *const c_char,
+    data: *const c_void,
+    len: usize,
+    out: *mut *mut stp_item,
+) -> stp_status {
+    guard(|| {
+        need_out(out, "out")?;
+        // SAFETY: forwarded contract.
+        let name = unsafe { text(type_name, "type_name") }?;
+        let tag = TypeTag::of_name(name);
+        if [TypeTag::BYTES, TypeTag::UTF8, TypeTag::NDARRAY].contains(&tag) {
+            return Err(Error::invalid(format!(
+                "{name:?} names a built-in type: use its own constructor"
+            )));
+        }
+        // SAFETY: forwarded contract.
+        let bytes = Bytes::copy_from_slice(unsafe { slice(data, len) }?);
+        // SAFETY: forwarded contract.
+        unsafe { put_out(out, new_item(Item::from_wire(tag, bytes)), "out") }
+    })
+}
+
+/// The 64-bit type tag of the type called `type_name` (FNV-1a of its UTF-8 bytes), as every
+/// language computes it; 0 for NULL.
+///
+/// # Safety
+/// `type_name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn stp_type_tag(type_name: *const c_char) -> u64 {
+    guard_value(0, || {
+        // SAFETY: forwarded contract.
+        unsafe { text(type_name, "type_name") }.map_or(0, |n| TypeTag::of_name(n).0)
+    })
+}
+
 /// Another handle to the same item (items are immutable and shared, not copied).
 ///
 /// # Safety

@@ -11,15 +11,21 @@
 
 #![allow(clippy::missing_safety_doc)] // every exported function documents its contract in `# Safety`
 
+mod correlate;
 mod error;
+mod events;
 mod item;
 mod loan;
+mod observe;
 mod pacing;
 mod space;
 mod stm;
 
+pub use correlate::*;
 pub use error::{stp_last_error, stp_last_neighbors, stp_neighbors, stp_status, stp_status_name};
+pub use events::*;
 pub use item::*;
+pub use observe::*;
 pub use pacing::*;
 pub use space::*;
 pub use stm::*;
@@ -47,4 +53,7 @@ const _: () = {
     shared::<stp_register_out>();
     shared::<stp_item>();
     shared::<stp_pacer>();
+    shared::<stp_subscription>();
+    shared::<stp_correlator>();
+    shared::<stp_set>();
 };

@@ -549,6 +549,12 @@ pub struct stp_channel_in {
     c: core::InputConnection<core::Channel>,
 }
 
+impl stp_channel_in {
+    pub(crate) fn into_core(self) -> core::InputConnection<core::Channel> {
+        self.c
+    }
+}
+
 /// Attaches an input connection of `task` to a channel.
 ///
 /// # Safety
