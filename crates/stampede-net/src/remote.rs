@@ -718,8 +718,8 @@ impl RemoteLink {
 
     /// Sends a channel consume without waiting for the owner: a consume only releases, so
     /// the owner learning of it a little later just reclaims a little later, and a reader
-    /// streaming items saves a round trip per item. A refusal is logged and counted in
-    /// `SpaceStats::consume_failed`.
+    /// streaming items saves a round trip per item. A refusal is logged and counted in the
+    /// owner's `SpaceStats::consume_failed`.
     fn consume_later(&self, ts: Timestamp, until: bool) -> Result<(), StmError> {
         let sh = self.sh();
         if sh.is_dead(self.owner()) {
@@ -745,40 +745,24 @@ impl RemoteLink {
         })
     }
 
-    /// Sends `req`, which only updates the connection at the owner, without waiting for the
-    /// answer; a refusal is logged and counted in `SpaceStats::consume_failed`.
+    /// Sends `req`, which only updates the connection at the owner, as a notice: one
+    /// publication, no answer (see `server::serve_note`). It travels on the same link as
+    /// this space's requests to the owner, so the owner applies it before any later one.
+    /// The owner counts a refusal in its `SpaceStats::consume_failed`.
     fn notify(&self, req: Request) -> Result<(), StmError> {
         let sh = self.sh();
-        let ts = match &req {
-            Request::Consume { ts, .. } | Request::Seen { ts, .. } => *ts,
-            _ => 0,
-        };
-        let failed = sh.counters.consume_failed.clone();
-        let owner = self.owner().to_owned();
         let f = zbytes::frame(&sh.counters.sends, wire::encode_request(&req));
-        sh.session
-            .get(sh.key("op", &owner))
-            .payload(f.payload)
-            .attachment(f.attachment)
-            .timeout(sh.cfg.op_timeout)
-            .consolidation(zenoh::query::ConsolidationMode::None)
-            .callback(move |r| {
-                let ok = r.result().ok().is_some_and(|s| {
-                    matches!(
-                        wire::decode_reply(zbytes::to_parts(s.payload(), s.attachment())),
-                        Ok(Reply::Ok)
-                    )
-                });
-                if !ok {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(owner, ts, "a consume or get was refused or not answered");
-                }
-            })
-            .wait()
-            .map_err(|e| {
-                sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
-                StmError::Unreachable(format!("not sent: {e}"))
-            })
+        let mut put = sh
+            .session
+            .put(sh.key("note", self.owner()), f.payload)
+            .congestion_control(zenoh::qos::CongestionControl::Block);
+        if let Some(a) = f.attachment {
+            put = put.attachment(a);
+        }
+        put.wait().map_err(|e| {
+            sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
+            StmError::Unreachable(format!("not sent: {e}"))
+        })
     }
 }
 

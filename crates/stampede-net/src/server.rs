@@ -681,6 +681,41 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
     }));
 }
 
+/// Applies a notice another space published (see `remote`): a channel consume or a get
+/// it answered itself, which changes only its connection here and is never answered. A
+/// refusal is logged and counted in `SpaceStats::consume_failed`.
+pub(crate) fn serve_note(sh: &Shared, s: &zenoh::sample::Sample) {
+    let req = match wire::decode_request(zbytes::to_parts(s.payload(), s.attachment())) {
+        Ok(r @ (Request::Consume { .. } | Request::Seen { .. })) => r,
+        Ok(other) => {
+            sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("a notice that is no consume or applied get: {other:?}");
+            return;
+        }
+        Err(e) => {
+            sh.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("malformed notice: {e}");
+            return;
+        }
+    };
+    let (Request::Consume { task, ts, .. } | Request::Seen { task, ts, .. }) = &req else {
+        return;
+    };
+    sh.counters.served.fetch_add(1, Ordering::Relaxed);
+    if sh.is_dead(&task.space) {
+        sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if let Reply::Error { text, .. } = execute(sh, &req, Wait::Never) {
+        sh.counters.consume_failed.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            space = task.space,
+            ts,
+            "a consume or applied get was refused: {text}"
+        );
+    }
+}
+
 /// Serves a query for name records registered here.
 pub(crate) fn serve_names(sh: &Shared, q: Query) {
     let prefix = sh.key("meta", &sh.id);

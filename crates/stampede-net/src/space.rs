@@ -190,7 +190,8 @@ pub struct SpaceStats {
     pub push_skipped: u64,
     /// Items other spaces pushed here.
     pub push_received: u64,
-    /// Channel consumes (sent without waiting) that their owner refused or never answered.
+    /// Channel consumes and applied gets other spaces sent without waiting that this
+    /// space, their owner, refused.
     pub consume_failed: u64,
     /// Arrival and garbage events sent to subscribed spaces (one per subscriber).
     pub events_sent: u64,
@@ -766,6 +767,19 @@ impl Space {
             .callback(move |s| {
                 if let Some(sh) = weak.upgrade() {
                     crate::intake::serve(&sh, &s);
+                }
+            })
+            .wait()
+            .map_err(z)?;
+        self.keep(sub);
+        // Consumes and applied gets other spaces send without waiting.
+        let weak = Arc::downgrade(sh);
+        let sub = sh
+            .session
+            .declare_subscriber(sh.key("note", &sh.id))
+            .callback(move |s| {
+                if let Some(sh) = weak.upgrade() {
+                    server::serve_note(&sh, &s);
                 }
             })
             .wait()

@@ -135,7 +135,7 @@ pub(crate) struct SpaceStats {
     push_skipped: u64,
     /// Items other spaces pushed here.
     push_received: u64,
-    /// Channel consumes (sent without waiting) that their owner refused or never answered.
+    /// Consumes and applied gets other spaces sent without waiting that this space refused.
     consume_failed: u64,
     /// Arrival and garbage events sent to subscribed spaces (one per subscriber).
     events_sent: u64,
