@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use stampede_core::{provider, Channel, Named, Register, Timestamp};
 use zenoh::Wait as _;
 
+use crate::publishers::Publishers;
 use crate::space::{lock, Shared};
 use crate::wire::{self, WireItem};
 use crate::zbytes;
@@ -30,6 +31,8 @@ type Arrival = (u64, Timestamp, u64);
 pub(crate) struct Feeds {
     channels: Mutex<HashMap<u64, Arc<Feed>>>,
     tx: Sender<Arrival>,
+    /// A publisher of pushes per reading space.
+    pushes: Publishers,
 }
 
 /// One pushed channel or register.
@@ -48,6 +51,7 @@ impl Feeds {
         let feeds = Feeds {
             channels: Mutex::default(),
             tx,
+            pushes: Publishers::default(),
         };
         (feeds, rx)
     }
@@ -149,6 +153,7 @@ impl Feeds {
         for f in lock(&self.channels).values() {
             lock(&f.readers).remove(space);
         }
+        self.pushes.forget(space);
     }
 
     fn readers(&self, container: u64) -> Vec<String> {
@@ -193,12 +198,13 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
         let key = format!("{}/{}", sh.key("push", &r), sh.id);
         let f = zbytes::frame(&sh.counters.sends, msg.clone());
         // Blocking here only delays later pushes: puts never wait for this thread.
-        let put = sh
-            .session
-            .put(key, f.payload)
-            .attachment(f.attachment)
-            .congestion_control(zenoh::qos::CongestionControl::Block);
-        match put.wait() {
+        let sent = sh.feeds.pushes.get(&sh.session, key).and_then(|p| {
+            p.put(f.payload)
+                .attachment(f.attachment)
+                .wait()
+                .map_err(|e| crate::error::zenoh_text(&e))
+        });
+        match sent {
             Ok(()) => sh.counters.pushed.fetch_add(1, Ordering::Relaxed),
             Err(e) => {
                 tracing::debug!(reader = r, "push not sent: {e}");

@@ -17,6 +17,7 @@ use crossbeam_channel::{Receiver, Sender};
 use stampede_core::Wait;
 use zenoh::Wait as _;
 
+use crate::publishers::Publishers;
 use crate::server;
 use crate::space::{lock, Shared};
 use crate::wire::{self, Ack, ErrorCode, Reply, Send};
@@ -30,7 +31,7 @@ const BURST: usize = 1024;
 pub(crate) struct Intake {
     waiting: Mutex<HashMap<(String, u64), VecDeque<Send>>>,
     /// A publisher of acknowledgements per putting space.
-    acks: Mutex<HashMap<String, Arc<zenoh::pubsub::Publisher<'static>>>>,
+    acks: Publishers,
     /// Acknowledgements for the sending thread ([`run`]), with their putting space.
     answers: Sender<(String, Ack)>,
 }
@@ -41,7 +42,7 @@ impl Intake {
         let (answers, rx) = crossbeam_channel::unbounded();
         let intake = Intake {
             waiting: Mutex::default(),
-            acks: Mutex::default(),
+            acks: Publishers::default(),
             answers,
         };
         (intake, rx)
@@ -50,25 +51,8 @@ impl Intake {
     /// A space left: its waiting puts go with its connections.
     pub(crate) fn space_left(&self, space: &str) {
         lock(&self.waiting).retain(|k, _| k.0 != space);
-        lock(&self.acks).remove(space);
+        self.acks.forget(space);
     }
-}
-
-/// The publisher of acknowledgements to `space`.
-fn acks_to(sh: &Shared, space: &str) -> Result<Arc<zenoh::pubsub::Publisher<'static>>, String> {
-    if let Some(p) = lock(&sh.intake.acks).get(space) {
-        return Ok(p.clone());
-    }
-    let key = format!("{}/{}", sh.key("ack", space), sh.id);
-    let p = sh
-        .session
-        .declare_publisher(key)
-        .congestion_control(zenoh::qos::CongestionControl::Block)
-        .wait()
-        .map_err(|e| crate::error::zenoh_text(&e))?;
-    let p = Arc::new(p);
-    lock(&sh.intake.acks).insert(space.to_owned(), p.clone());
-    Ok(p)
 }
 
 /// A put another space sent.
@@ -218,7 +202,8 @@ fn merge(acks: impl Iterator<Item = (String, Ack)>) -> Vec<(String, Ack)> {
 
 fn send_ack(sh: &Shared, space: &str, a: &Ack) {
     let payload = wire::encode_ack(a);
-    let sent = acks_to(sh, space).and_then(|p| {
+    let key = format!("{}/{}", sh.key("ack", space), sh.id);
+    let sent = sh.intake.acks.get(&sh.session, key).and_then(|p| {
         p.put(payload)
             .wait()
             .map_err(|e| crate::error::zenoh_text(&e))

@@ -47,6 +47,7 @@ mod intake;
 mod latest;
 mod marks;
 mod pipe;
+mod publishers;
 mod remote;
 mod server;
 mod space;

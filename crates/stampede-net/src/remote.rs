@@ -752,14 +752,16 @@ impl RemoteLink {
     fn notify(&self, req: Request) -> Result<(), StmError> {
         let sh = self.sh();
         let f = zbytes::frame(&sh.counters.sends, wire::encode_request(&req));
-        let mut put = sh
-            .session
-            .put(sh.key("note", self.owner()), f.payload)
-            .congestion_control(zenoh::qos::CongestionControl::Block);
-        if let Some(a) = f.attachment {
-            put = put.attachment(a);
-        }
-        put.wait().map_err(|e| {
+        let sent = sh
+            .notes
+            .get(&sh.session, sh.key("note", self.owner()))
+            .and_then(|p| {
+                p.put(f.payload)
+                    .attachment(f.attachment)
+                    .wait()
+                    .map_err(|e| crate::error::zenoh_text(&e))
+            });
+        sent.map_err(|e| {
             sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
             StmError::Unreachable(format!("not sent: {e}"))
         })

@@ -21,6 +21,7 @@ use crate::intake::Intake;
 use crate::latest::Latest;
 use crate::marks::{Book, Effect};
 use crate::pipe::Pipe;
+use crate::publishers::Publishers;
 use crate::remote;
 use crate::server;
 use crate::view::{Arrival, Views};
@@ -118,6 +119,8 @@ pub(crate) struct Shared {
     pub(crate) views: Views,
     /// The newest pushed values of the remote registers read here.
     pub(crate) latest: Latest,
+    /// A publisher of notices (consumes, applied gets) per owner.
+    pub(crate) notes: Publishers,
     /// Pushes received, for [`Config::push_loss`].
     pushes_seen: AtomicU64,
     /// Zones whose marks should be collected and sent now (see [`Shared::hurry_marks`]).
@@ -271,6 +274,7 @@ impl Shared {
         self.events.space_left(space);
         self.feeds.space_left(space);
         self.views.space_left(space);
+        self.notes.forget(space);
         self.with_book(|b| b.left(space));
         lock(&self.cache.items).items.retain(|k, _| k.0 != space);
     }
@@ -615,6 +619,7 @@ impl Space {
             feeds,
             views: Views::default(),
             latest: Latest::default(),
+            notes: Publishers::default(),
             pushes_seen: AtomicU64::new(0),
             hurry,
             last_hurry: Mutex::new(None),

@@ -1,0 +1,44 @@
+//! Declared publishers, made on a key's first use: a put through one skips resolving its
+//! key expression and routes, which an undeclared `Session::put` does every time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use zenoh::pubsub::Publisher;
+use zenoh::qos::CongestionControl;
+use zenoh::{Session, Wait as _};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Publishers by key, each sending with back-pressure (`Block`): what goes through them
+/// must not be dropped.
+#[derive(Default)]
+pub(crate) struct Publishers(Mutex<HashMap<String, Arc<Publisher<'static>>>>);
+
+impl Publishers {
+    /// The publisher of `key`, declared on `session` if it is new.
+    pub(crate) fn get(
+        &self,
+        session: &Session,
+        key: String,
+    ) -> Result<Arc<Publisher<'static>>, String> {
+        if let Some(p) = lock(&self.0).get(&key) {
+            return Ok(p.clone());
+        }
+        let p = session
+            .declare_publisher(key.clone())
+            .congestion_control(CongestionControl::Block)
+            .wait()
+            .map_err(|e| crate::error::zenoh_text(&e))?;
+        let p = Arc::new(p);
+        lock(&self.0).insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// `space` left: its publishers go (a key names it as one of its parts).
+    pub(crate) fn forget(&self, space: &str) {
+        lock(&self.0).retain(|k, _| !k.split('/').any(|part| part == space));
+    }
+}
