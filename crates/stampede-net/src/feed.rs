@@ -4,12 +4,8 @@
 //! (see `view`). Replies that reveal a channel's state carry its latest arrival number, so a
 //! reader never answers from a view older than what it was already told.
 //!
-//! A channel's pushes go out from the putting thread, which never waits for the network:
-//! on a congested link Zenoh drops the push, and readers see a gap in the numbers.
-//!
-//! Registers are fed the same way, from a thread of their own: each write is pushed (as
-//! its write number and the newest value) to the spaces that read the register (see
-//! `latest`).
+//! Registers are fed the same way: each write is pushed (as its write number and the newest
+//! value) to the spaces that read the register (see `latest`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,11 +24,10 @@ use crate::zbytes;
 /// New items waiting to be pushed; more are skipped (and counted), and readers see the gap.
 const BACKLOG: usize = 1024;
 
-/// One write waiting for the register pusher: (register, 0, write number).
+/// One arrival waiting for the pusher: (channel, timestamp, arrival number).
 type Arrival = (u64, Timestamp, u64);
 
-/// The channels and registers owned here whose items are pushed, and the register
-/// pusher's inbox.
+/// The channels owned here whose items are pushed, and the pusher's inbox.
 pub(crate) struct Feeds {
     channels: Mutex<HashMap<u64, Arc<Feed>>>,
     tx: Sender<Arrival>,
@@ -50,14 +45,13 @@ struct Feed {
 }
 
 impl Feeds {
-    /// The feeds, and the inbox the register pusher thread ([`run`]) drains.
+    /// The feeds, and the inbox the pusher thread ([`run`]) drains.
     pub(crate) fn new() -> (Feeds, Receiver<Arrival>) {
         let (tx, rx) = crossbeam_channel::bounded(BACKLOG);
         let feeds = Feeds {
             channels: Mutex::default(),
             tx,
-            // Pushes are sent by putting threads, which must not wait for the network.
-            pushes: Publishers::new(zenoh::qos::CongestionControl::Drop),
+            pushes: Publishers::default(),
         };
         (feeds, rx)
     }
@@ -78,16 +72,19 @@ impl Feeds {
             m.insert(container, f.clone());
             f
         };
-        let me = sh.me.clone();
+        let tx = self.tx.clone();
+        let skipped = sh.counters.push_skipped.clone();
         let numbered = Arc::downgrade(&feed);
         let hooked = ch.on_arrival(move |ts| {
-            let (Some(feed), Some(sh)) = (numbered.upgrade(), me.upgrade()) else {
+            let Some(feed) = numbered.upgrade() else {
                 return;
             };
             let seq = feed.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
-            // Sent by the putting thread, which never waits for the network: a push that
-            // finds the link congested is dropped, and its readers see a gap in the numbers.
-            push(&sh, container, ts, seq);
+            // The putting thread never waits for the network: a full inbox skips the push,
+            // which its readers see as a gap in the numbers.
+            if tx.try_send((container, ts, seq)).is_err() {
+                skipped.fetch_add(1, Ordering::Relaxed);
+            }
         });
         if let Err(e) = hooked {
             // Owned channels live here, so this does not happen; readers then ask for items.
@@ -166,8 +163,7 @@ impl Feeds {
     }
 }
 
-/// The register pusher thread: sends each write to the readers of its register until the
-/// space goes.
+/// The pusher thread: sends each arrival to the readers of its channel until the space goes.
 pub(crate) fn run(sh: Weak<Shared>, rx: Receiver<Arrival>) {
     loop {
         let next = rx.recv_timeout(Duration::from_secs(1));
@@ -201,6 +197,7 @@ fn push(sh: &Shared, container: u64, ts: Timestamp, seq: u64) {
         }
         let key = format!("{}/{}", sh.key("push", &r), sh.id);
         let f = zbytes::frame(&sh.counters.sends, msg.clone());
+        // Blocking here only delays later pushes: puts never wait for this thread.
         let sent = sh.feeds.pushes.get(&sh.session, key).and_then(|p| {
             p.put(f.payload)
                 .attachment(f.attachment)

@@ -12,49 +12,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Publishers by key, all with one congestion control: by default back-pressure (`Block`),
-/// for what must not be dropped.
-pub(crate) struct Publishers {
-    by_key: Mutex<HashMap<String, Arc<Publisher<'static>>>>,
-    congestion: CongestionControl,
-}
-
-impl Default for Publishers {
-    fn default() -> Self {
-        Publishers::new(CongestionControl::Block)
-    }
-}
+/// Publishers by key, each sending with back-pressure (`Block`): what goes through them
+/// must not be dropped.
+#[derive(Default)]
+pub(crate) struct Publishers(Mutex<HashMap<String, Arc<Publisher<'static>>>>);
 
 impl Publishers {
-    /// Publishers that send with `congestion`.
-    pub(crate) fn new(congestion: CongestionControl) -> Publishers {
-        Publishers {
-            by_key: Mutex::default(),
-            congestion,
-        }
-    }
-
     /// The publisher of `key`, declared on `session` if it is new.
     pub(crate) fn get(
         &self,
         session: &Session,
         key: String,
     ) -> Result<Arc<Publisher<'static>>, String> {
-        if let Some(p) = lock(&self.by_key).get(&key) {
+        if let Some(p) = lock(&self.0).get(&key) {
             return Ok(p.clone());
         }
         let p = session
             .declare_publisher(key.clone())
-            .congestion_control(self.congestion)
+            .congestion_control(CongestionControl::Block)
             .wait()
             .map_err(|e| crate::error::zenoh_text(&e))?;
         let p = Arc::new(p);
-        lock(&self.by_key).insert(key, p.clone());
+        lock(&self.0).insert(key, p.clone());
         Ok(p)
     }
 
     /// `space` left: its publishers go (a key names it as one of its parts).
     pub(crate) fn forget(&self, space: &str) {
-        lock(&self.by_key).retain(|k, _| !k.split('/').any(|part| part == space));
+        lock(&self.0).retain(|k, _| !k.split('/').any(|part| part == space));
     }
 }

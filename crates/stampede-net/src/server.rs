@@ -310,7 +310,7 @@ fn execute_inner(sh: &Shared, req: &Request, wait: Wait) -> Result<Reply, Reply>
             match &*c {
                 Conn::ChIn(i) if !matches!(wait, Wait::Never) => {
                     // Only a waiting get gets here (the first try found nothing), so its item
-                    // arrived after the connection attached and its push is on the way to
+                    // arrived after the connection attached and the pusher is sending it to
                     // the reader too: reply without the data rather than move it twice. The
                     // reader waits for the push and fetches the item if it was skipped.
                     let pushed = sh.feeds.is_pushed(container);

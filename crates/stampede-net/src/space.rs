@@ -96,8 +96,6 @@ pub(crate) struct Cached {
 }
 
 pub(crate) struct Shared {
-    /// This, for hooks that outlive a call.
-    pub(crate) me: Weak<Shared>,
     pub(crate) app: String,
     pub(crate) id: String,
     pub(crate) session: Session,
@@ -191,8 +189,7 @@ pub struct SpaceStats {
     pub spaces_lost: u64,
     /// Items pushed ahead to remote readers (one per reader).
     pub pushed: u64,
-    /// Pushes not sent: a register's pusher was behind, or a send failed (readers ask the
-    /// owner instead). A push Zenoh drops on a congested link shows as a gap at the reader.
+    /// New items not pushed because the pusher was behind (readers fetch them on get).
     pub push_skipped: u64,
     /// Items other spaces pushed here.
     pub push_received: u64,
@@ -602,8 +599,7 @@ impl Space {
         let (intake, acks_rx) = Intake::new();
         let (hurry, hurried) = crossbeam_channel::bounded(1);
         let (events, queues) = Events::new();
-        let sh = Arc::new_cyclic(|me| Shared {
-            me: me.clone(),
+        let sh = Arc::new(Shared {
             app: app.to_owned(),
             id: id.clone(),
             session,
