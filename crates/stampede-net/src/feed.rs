@@ -148,6 +148,11 @@ impl Feeds {
         }
     }
 
+    /// This space is leaving: its push publishers go.
+    pub(crate) fn close(&self) {
+        self.pushes.close();
+    }
+
     /// `space` left: nothing more is pushed there.
     pub(crate) fn space_left(&self, space: &str) {
         for f in lock(&self.channels).values() {

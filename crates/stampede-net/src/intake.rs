@@ -48,6 +48,11 @@ impl Intake {
         (intake, rx)
     }
 
+    /// This space is leaving: its acknowledgement publishers go.
+    pub(crate) fn close(&self) {
+        self.acks.close();
+    }
+
     /// A space left: its waiting puts go with its connections.
     pub(crate) fn space_left(&self, space: &str) {
         lock(&self.waiting).retain(|k, _| k.0 != space);

@@ -12,10 +12,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+type ByKey = HashMap<String, Arc<Publisher<'static>>>;
+
 /// Publishers by key, each sending with back-pressure (`Block`): what goes through them
-/// must not be dropped.
-#[derive(Default)]
-pub(crate) struct Publishers(Mutex<HashMap<String, Arc<Publisher<'static>>>>);
+/// must not be dropped. `None` once the space is leaving.
+pub(crate) struct Publishers(Mutex<Option<ByKey>>);
+
+impl Default for Publishers {
+    fn default() -> Self {
+        Publishers(Mutex::new(Some(HashMap::new())))
+    }
+}
+
+const LEFT: &str = "this address space is leaving";
 
 impl Publishers {
     /// The publisher of `key`, declared on `session` if it is new.
@@ -24,7 +33,7 @@ impl Publishers {
         session: &Session,
         key: String,
     ) -> Result<Arc<Publisher<'static>>, String> {
-        if let Some(p) = lock(&self.0).get(&key) {
+        if let Some(p) = lock(&self.0).as_ref().ok_or(LEFT)?.get(&key) {
             return Ok(p.clone());
         }
         let p = session
@@ -33,12 +42,21 @@ impl Publishers {
             .wait()
             .map_err(|e| crate::error::zenoh_text(&e))?;
         let p = Arc::new(p);
-        lock(&self.0).insert(key, p.clone());
+        lock(&self.0).as_mut().ok_or(LEFT)?.insert(key, p.clone());
         Ok(p)
     }
 
     /// `space` left: its publishers go (a key names it as one of its parts).
     pub(crate) fn forget(&self, space: &str) {
-        lock(&self.0).retain(|k, _| !k.split('/').any(|part| part == space));
+        if let Some(m) = lock(&self.0).as_mut() {
+            m.retain(|k, _| !k.split('/').any(|part| part == space));
+        }
+    }
+
+    /// This space is leaving: every publisher goes now, while the session is open to
+    /// undeclare it, and none is made after.
+    pub(crate) fn close(&self) {
+        let gone = lock(&self.0).take();
+        drop(gone);
     }
 }

@@ -1225,9 +1225,7 @@ impl Space {
     /// on the caller's thread: left to the last handle, it could close on a background
     /// thread while the process exits, after Zenoh's statics are gone.
     pub fn leave(self) {
-        lock(&self.sh.names).clear();
-        lock(&self.sh.keep).clear();
-        self.sh.rt.stop_collector();
+        self.sh.release();
         let _ = self.sh.session.close().wait();
     }
 }
@@ -1319,11 +1317,22 @@ impl Directory for Names {
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
+impl Shared {
+    /// What goes before the session closes: names, subscriptions, declared publishers
+    /// (undeclared while the session can), the collector.
+    fn release(&self) {
         lock(&self.names).clear();
         lock(&self.keep).clear();
+        self.notes.close();
+        self.feeds.close();
+        self.intake.close();
         self.rt.stop_collector();
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.release();
         let _ = self.session.close().wait();
     }
 }
