@@ -27,6 +27,16 @@ use crate::zbytes;
 /// How long a get waits for an item its owner said was pushed before fetching it.
 const PUSH_WAIT: Duration = Duration::from_millis(50);
 
+/// How long a get that nothing here answers yet waits here for a push before asking the
+/// owner: at most [`PUSH_WAIT`], never past its own wait; `None` for a get that does not wait.
+fn push_wait_until(wait: Wait) -> Option<Instant> {
+    match wait {
+        Wait::Never => None,
+        Wait::For(d) => Some(Instant::now() + d.min(PUSH_WAIT)),
+        Wait::Forever => Some(Instant::now() + PUSH_WAIT),
+    }
+}
+
 /// Sends `req` to `owner` and waits for its answer, failing when the owner is known to have
 /// left or does not answer within the configured timeout.
 pub(crate) fn call(sh: &Shared, owner: &str, req: &Request) -> Result<Reply, String> {
@@ -536,11 +546,7 @@ impl RemoteLink {
         if lock(view).needs_snapshot(Instant::now()) {
             self.snapshot();
         }
-        let local_until = match wait {
-            Wait::Never => None,
-            Wait::For(d) => Some(Instant::now() + d.min(PUSH_WAIT)),
-            Wait::Forever => Some(Instant::now() + PUSH_WAIT),
-        };
+        let local_until = push_wait_until(wait);
         let key = self.key();
         let (ts, item) = loop {
             let in_flight = sh.puts_in_flight(self.owner(), self.container);
@@ -588,11 +594,7 @@ impl RemoteLink {
         if sh.is_dead(self.owner()) {
             return None;
         }
-        let until = match wait {
-            Wait::Never => None,
-            Wait::For(d) => Some(Instant::now() + d.min(PUSH_WAIT)),
-            Wait::Forever => Some(Instant::now() + PUSH_WAIT),
-        };
+        let until = push_wait_until(wait);
         // Held throughout: two reads on one connection never both take one write.
         let mut last = lock(last);
         let (seq, item) = sh
