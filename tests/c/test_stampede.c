@@ -379,6 +379,27 @@ static void wait_started(atomic_int *flag) {
     while (!atomic_load(flag) && now_ms() - t0 < LONG_MS) sleep_ms(1);
 }
 
+/* ---- a stop flag set from another thread, as a binding does when its caller is interrupted */
+
+typedef struct {
+    int32_t *flag; /* a plain int32_t, written atomically: what the *_interruptible calls take */
+    int after_ms;
+} stopper;
+
+static void *stopper_main(void *p) {
+    stopper *s = p;
+    sleep_ms(s->after_ms);
+    __atomic_store_n(s->flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Starts a thread that sets `*flag` after `after_ms`; it always ends, so a plain join is safe. */
+static bool start_stopper(pthread_t *th, stopper *s, int32_t *flag, int after_ms) {
+    s->flag = flag;
+    s->after_ms = after_ms;
+    return pthread_create(th, NULL, stopper_main, s) == 0;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Status codes, version, invalid arguments                                                   */
 /* ------------------------------------------------------------------------------------------ */
@@ -412,16 +433,20 @@ static void test_status_names(void) {
         {STP_ZONE_MISMATCH, "STP_ZONE_MISMATCH"},
         {STP_TOO_MANY_CONNECTIONS, "STP_TOO_MANY_CONNECTIONS"},
         {STP_UNKNOWN_TICKET, "STP_UNKNOWN_TICKET"},
+        {STP_INTERRUPTED, "STP_INTERRUPTED"},
+        {STP_UNSUPPORTED, "STP_UNSUPPORTED"},
         {STP_INTERNAL, "STP_INTERNAL"},
     };
     /* The codes are the documented values. */
     CHECK_EQ_I64(STP_OK, 0);
     CHECK_EQ_I64(STP_UNKNOWN_TICKET, 23);
+    CHECK_EQ_I64(STP_INTERRUPTED, 26);
+    CHECK_EQ_I64(STP_UNSUPPORTED, 27);
     CHECK_EQ_I64(STP_INTERNAL, 99);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_STR(stp_status_name(all[i].code), all[i].name);
     }
-    static const int32_t unknown[] = {-1, 24, 25, 26, 98, 100, 1000, INT32_MIN, INT32_MAX};
+    static const int32_t unknown[] = {-1, 24, 25, 28, 98, 100, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK_STR(stp_status_name(unknown[i]), "STP_UNKNOWN");
     }
@@ -460,6 +485,9 @@ static void test_invalid_null_arguments(void) {
     const size_t *shape = NULL;
     stp_tick tick;
     stp_pacer_stats stats;
+    int32_t stop[2] = {0, 0};
+    /* Misaligned for an int32_t (made through an integer: no misaligned pointer arithmetic). */
+    const int32_t *odd_stop = (const int32_t *)((uintptr_t)stop + 1);
 
     CHECK_OK(stp_runtime_new(&rt));
     CHECK_OK(stp_channel_new(rt, NULL, 0, 0, &ch));
@@ -532,6 +560,9 @@ static void test_invalid_null_arguments(void) {
     CHECK_INVALID(stp_channel_put(NULL, 1, it, 0, 0), "NULL");
     CHECK_INVALID(stp_channel_put(out, 1, NULL, 0, 0), "NULL");
     CHECK_INVALID(stp_channel_get(NULL, STP_OLDEST, 0, 0, &ts, &it2), "NULL");
+    CHECK_INVALID(stp_channel_put_interruptible(NULL, 1, it, 0, 0, stop), "NULL");
+    CHECK_INVALID(stp_channel_put_interruptible(out, 1, NULL, 0, 0, stop), "NULL");
+    CHECK_INVALID(stp_channel_put_interruptible(out, 1, it, 0, 0, odd_stop), "aligned");
     CHECK_OK(stp_channel_put(out, 1, it, 0, 0));
     /* The out-pointers are checked before the get, so no item is lost. */
     CHECK_INVALID(stp_channel_get(in, STP_OLDEST, 0, 0, NULL, &it2), "out_ts");
@@ -545,6 +576,9 @@ static void test_invalid_null_arguments(void) {
     /* Queue operations. */
     CHECK_INVALID(stp_queue_put(NULL, 1, it, 0, &ticket), "NULL");
     CHECK_INVALID(stp_queue_put(qout, 1, NULL, 0, &ticket), "NULL");
+    CHECK_INVALID(stp_queue_put_interruptible(NULL, 1, it, 0, stop, &ticket), "NULL");
+    CHECK_INVALID(stp_queue_put_interruptible(qout, 1, NULL, 0, stop, &ticket), "NULL");
+    CHECK_INVALID(stp_queue_put_interruptible(qout, 1, it, 0, odd_stop, &ticket), "aligned");
     CHECK_OK(stp_queue_put(qout, 1, it, 0, NULL)); /* out_ticket may be NULL */
     CHECK_INVALID(stp_queue_get(NULL, 0, &ts, &ticket, &it2), "NULL");
     CHECK_INVALID(stp_queue_get(qin, 0, NULL, &ticket, &it2), "out_ts");
@@ -598,6 +632,9 @@ static void test_invalid_null_arguments(void) {
     CHECK_OK(stp_pacer_new(1000, 0, STP_LATE_CONTINUE, &p));
     CHECK_INVALID(stp_pacer_sync(NULL, 0, &tick, NULL), "NULL");
     CHECK_INVALID(stp_pacer_sync(p, 0, NULL, NULL), "NULL");
+    CHECK_INVALID(stp_pacer_sync_interruptible(NULL, 0, stop, &tick, NULL), "NULL");
+    CHECK_INVALID(stp_pacer_sync_interruptible(p, 0, stop, NULL, NULL), "NULL");
+    CHECK_INVALID(stp_pacer_sync_interruptible(p, 0, odd_stop, &tick, NULL), "aligned");
     CHECK_INVALID(stp_pacer_get_stats(NULL, &stats), "NULL");
     CHECK_INVALID(stp_pacer_get_stats(p, NULL), "NULL");
 
@@ -623,6 +660,11 @@ static void test_invalid_null_arguments(void) {
     CHECK_INVALID(stp_runtime_join("app", NULL, &rt2), "NULL");
     CHECK_INVALID(stp_runtime_join("app", cfg, NULL), "NULL");
     CHECK(rt2 == (stp_runtime *)&rt);
+
+    /* NULL is no container here. */
+    CHECK(!stp_channel_is_local(NULL));
+    CHECK(!stp_queue_is_local(NULL));
+    CHECK(!stp_register_is_local(NULL));
 
     /* Every free accepts NULL. */
     stp_item_free(NULL);
@@ -1199,6 +1241,51 @@ done:
     if (!running) chan_teardown(&f);
 }
 
+/* A put blocked on a full channel gives up when its stop flag is set, storing nothing. */
+static void test_channel_put_interruptible(void) {
+    chan_fix f;
+    pthread_t th;
+    bool running = false;
+    stopper s;
+    int32_t stop = 0;
+    stp_item *it = NULL;
+    stp_channel_stats cs;
+    double t0, el;
+    CHAN_SETUP(f, 1);
+    PUT(f.out, 0, "0"); /* full now, and the producer's virtual time 0 keeps it */
+    it = text_item("1");
+    CHECK(it != NULL);
+    /* Without a flag it is stp_channel_put; with one not set, a timed put still times out. */
+    CHECK_ST(stp_channel_put_interruptible(f.out, 1, it, 0, 0, NULL), STP_FULL);
+    CHECK_ST(stp_channel_put_interruptible(f.out, 1, it, 0, 30, &stop), STP_FULL);
+    CHECK(start_stopper(&th, &s, &stop, 100));
+    running = true;
+    t0 = now_ms();
+    CHECK_ST(stp_channel_put_interruptible(f.out, 1, it, 0, STP_FOREVER, &stop), STP_INTERRUPTED);
+    el = now_ms() - t0;
+    CHECK_MSG(el >= 80.0 && el < 100.0 + 3000, "the put gave up after %.2f ms, flag set at 100",
+              el);
+    CHECK_MSG(strstr(stp_last_error(), "interrupted") != NULL, "\"%s\"", stp_last_error());
+    pthread_join(th, NULL);
+    running = false;
+    /* Nothing of the abandoned put was stored. */
+    CHECK_OK(stp_channel_get_stats(f.ch, &cs));
+    CHECK_EQ_U64(cs.items, 1);
+    CHECK_EQ_U64(cs.puts, 1);
+    GET(f.in, STP_NEWEST, 0, 0, 0, "0");
+    GET_FAILS(f.in, STP_EXACT, 1, 0, STP_UNAVAILABLE);
+    /* With the flag cleared and room made, the same call puts. */
+    stop = 0;
+    CHECK_OK(stp_task_set_virtual_time(f.prod, 1));
+    CHECK_OK(stp_channel_consume(f.in, 0));
+    CHECK_OK(stp_channel_put_interruptible(f.out, 1, it, 0, LONG_MS, &stop));
+    GET(f.in, STP_EXACT, 1, 0, 1, "1");
+done:
+    if (running) pthread_join(th, NULL);
+    stp_item_free(it);
+    chan_teardown(&f);
+}
+
 static void test_channel_consume_gone(void) {
     chan_fix f;
     stp_channel_in *other = NULL;
@@ -1548,6 +1635,32 @@ done:
 /* Queues                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Containers of an embedded runtime, made or found by name, live here. */
+static void test_containers_are_local(void) {
+    stp_runtime *rt = NULL;
+    stp_channel *ch = NULL, *found = NULL;
+    stp_queue *q = NULL;
+    stp_register *reg = NULL;
+    CHECK_OK(stp_runtime_new(&rt));
+    CHECK_OK(stp_channel_new(rt, "local/ch", 0, 0, &ch));
+    CHECK_OK(stp_queue_new(rt, NULL, 0, 0, &q));
+    CHECK_OK(stp_register_new(rt, NULL, 0, 0, &reg));
+    CHECK_OK(stp_channel_lookup(rt, "local/ch", 1000, &found));
+    CHECK(stp_channel_is_local(ch));
+    CHECK(stp_channel_is_local(found));
+    CHECK(stp_queue_is_local(q));
+    CHECK(stp_register_is_local(reg));
+    CHECK(!stp_channel_is_local(NULL));
+    CHECK(!stp_queue_is_local(NULL));
+    CHECK(!stp_register_is_local(NULL));
+done:
+    stp_register_free(reg);
+    stp_queue_free(q);
+    stp_channel_free(found);
+    stp_channel_free(ch);
+    stp_runtime_free(rt);
+}
+
 static void test_queue_fifo_tickets(void) {
     stp_runtime *rt = NULL;
     stp_queue *q = NULL;
@@ -1673,6 +1786,68 @@ static void test_queue_full(void) {
 done:
     stp_item_free(it);
     stp_item_free(got);
+    stp_queue_in_free(in);
+    stp_queue_out_free(out);
+    stp_task_free(w);
+    stp_task_free(p);
+    stp_queue_free(q);
+    stp_runtime_free(rt);
+}
+
+/* A put blocked on a full queue gives up when its stop flag is set, storing nothing. */
+static void test_queue_put_interruptible(void) {
+    stp_runtime *rt = NULL;
+    stp_queue *q = NULL;
+    stp_task *p = NULL, *w = NULL;
+    stp_queue_out *out = NULL;
+    stp_queue_in *in = NULL;
+    stp_item *it = NULL, *got = NULL, *none = NULL;
+    stp_queue_stats qs;
+    pthread_t th;
+    bool running = false;
+    stopper s;
+    int32_t stop = 0;
+    int64_t ts;
+    uint64_t first = 0, ticket = 77777, t2 = 0;
+    double t0, el;
+    CHECK_OK(stp_runtime_new(&rt));
+    CHECK_OK(stp_queue_new(rt, NULL, 1, 0, &q));
+    CHECK_OK(stp_task_new(rt, 0, NULL, &p));
+    CHECK_OK(stp_task_new(rt, STP_INFINITY, NULL, &w));
+    CHECK_OK(stp_queue_attach_output(p, q, &out));
+    CHECK_OK(stp_queue_attach_input(w, q, &in));
+    it = text_item("x");
+    CHECK(it != NULL);
+    CHECK_OK(stp_queue_put_interruptible(out, 0, it, 0, &stop, &first));
+    CHECK_ST(stp_queue_put_interruptible(out, 1, it, 0, NULL, &ticket), STP_FULL);
+    CHECK(start_stopper(&th, &s, &stop, 100));
+    running = true;
+    t0 = now_ms();
+    CHECK_ST(stp_queue_put_interruptible(out, 1, it, STP_FOREVER, &stop, &ticket),
+             STP_INTERRUPTED);
+    el = now_ms() - t0;
+    CHECK_MSG(el >= 80.0 && el < 100.0 + 3000, "the put gave up after %.2f ms, flag set at 100",
+              el);
+    pthread_join(th, NULL);
+    running = false;
+    CHECK_EQ_U64(ticket, 77777); /* untouched */
+    CHECK_OK(stp_queue_get_stats(q, &qs));
+    CHECK_EQ_U64(qs.waiting, 1);
+    CHECK_EQ_U64(qs.puts, 1);
+    /* Only the first item is there. */
+    CHECK_OK(stp_queue_get(in, 0, &ts, &ticket, &got));
+    CHECK_EQ_I64(ts, 0);
+    CHECK_EQ_U64(ticket, first);
+    CHECK_ST(stp_queue_get(in, 0, &ts, &t2, &none), STP_UNAVAILABLE);
+    /* The get made room: with the flag cleared the same call puts (out_ticket may be NULL). */
+    stop = 0;
+    CHECK_OK(stp_queue_put_interruptible(out, 1, it, LONG_MS, &stop, NULL));
+    CHECK_OK(stp_queue_consume(in, ticket));
+done:
+    if (running) pthread_join(th, NULL);
+    stp_item_free(it);
+    stp_item_free(got);
+    stp_item_free(none);
     stp_queue_in_free(in);
     stp_queue_out_free(out);
     stp_task_free(w);
@@ -2588,6 +2763,45 @@ done:
     stp_pacer_free(p);
 }
 
+/* A pacer sleeping towards a far tick wakes when its stop flag is set, counting no tick. */
+static void test_pacer_sync_interruptible(void) {
+    stp_pacer *p = NULL;
+    stp_pacer_stats st;
+    stp_tick tick;
+    int64_t skip_to = -5;
+    pthread_t th;
+    bool running = false;
+    stopper s;
+    int32_t stop = 0;
+    double t0, el;
+    /* A tick every 5 s; a 10 s tolerance keeps the ticks already due on time. */
+    CHECK_OK(stp_pacer_new(5000000, 10000000, STP_LATE_CONTINUE, &p));
+    CHECK_OK(stp_pacer_sync_interruptible(p, 0, &stop, &tick, NULL));
+    CHECK(tick == STP_TICK_ON_TIME);
+    CHECK(start_stopper(&th, &s, &stop, 100));
+    running = true;
+    tick = (stp_tick)-1;
+    t0 = now_ms();
+    CHECK_ST(stp_pacer_sync_interruptible(p, 1, &stop, &tick, &skip_to), STP_INTERRUPTED);
+    el = now_ms() - t0;
+    CHECK_MSG(el >= 80.0 && el < 2000.0, "the sync gave up after %.2f ms, flag set at 100", el);
+    pthread_join(th, NULL);
+    running = false;
+    CHECK_MSG((int)tick == -1 && skip_to == -5, "an interrupted sync wrote tick %d, skip_to %lld",
+              (int)tick, (long long)skip_to);
+    CHECK_OK(stp_pacer_get_stats(p, &st));
+    CHECK_EQ_U64(st.on_time, 1);
+    CHECK_EQ_U64(st.late, 0);
+    /* A tick already due returns at once, flag or not; NULL is stp_pacer_sync. */
+    CHECK_OK(stp_pacer_sync_interruptible(p, 0, &stop, &tick, NULL));
+    CHECK(tick == STP_TICK_ON_TIME);
+    CHECK_OK(stp_pacer_sync_interruptible(p, 0, NULL, &tick, NULL));
+    CHECK(tick == STP_TICK_ON_TIME);
+done:
+    if (running) pthread_join(th, NULL);
+    stp_pacer_free(p);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Thread safety                                                                              */
 /* ------------------------------------------------------------------------------------------ */
@@ -2790,6 +3004,9 @@ static void test_dist_router_channel_client_puts(void) {
     CHECK_OK(stp_task_new(g_router, STP_INFINITY, "router-reader", &rt_task));
     CHECK_OK(stp_channel_attach_input(rt_task, own, &in));
     CHECK_OK(stp_channel_lookup(g_client, "r2c/frames", 5000, &remote));
+    /* The router serves it: local there, remote for the client that found it. */
+    CHECK(stp_channel_is_local(own));
+    CHECK(!stp_channel_is_local(remote));
     CHECK_OK(stp_task_new(g_client, B, "client-writer", &cl_task));
     CHECK_OK(stp_channel_attach_output(cl_task, remote, &out));
     for (int64_t ts = B; ts < B + 10; ts++) {
@@ -2937,6 +3154,8 @@ static void test_dist_queue(void) {
     DIST_SETUP();
     CHECK_OK(stp_queue_new(g_router, "dist/jobs", 0, 0, &own));
     CHECK_OK(stp_queue_lookup(g_client, "dist/jobs", 5000, &remote));
+    CHECK(stp_queue_is_local(own));
+    CHECK(!stp_queue_is_local(remote));
     CHECK_OK(stp_task_new(g_client, B, NULL, &cl_task));
     CHECK_OK(stp_task_new(g_router, B, NULL, &rt_task));
     CHECK_OK(stp_queue_attach_output(cl_task, remote, &out));
@@ -3013,6 +3232,9 @@ static void test_dist_register(void) {
     CHECK(write_text(w, "b", &seq));
     CHECK_EQ_U64(seq, 2);
     CHECK_OK(stp_register_lookup(g_router, "dist/mode", 5000, &remote));
+    /* The client serves it: local there, remote for the router that found it. */
+    CHECK(stp_register_is_local(own));
+    CHECK(!stp_register_is_local(remote));
     CHECK_OK(stp_task_new(g_router, B, NULL, &rt_task));
     CHECK_OK(stp_register_attach_input(rt_task, remote, &r));
     CHECK_OK(stp_register_read(r, 5000, &seq, &it));
@@ -3227,6 +3449,82 @@ done:
     stp_channel_free(own);
 }
 
+/* Puts into another space's full queue and channel give up when their stop flag is set. A
+ * queue put waits at the owner and asks the flag between wait slices (250 ms); a channel put
+ * with STP_FOREVER returns once sent, and waits here only for a credit (one per slot). */
+#define DIST_BASE_INTERRUPT 5000
+static void test_dist_put_interruptible(void) {
+    const int64_t B = DIST_BASE_INTERRUPT;
+    stp_queue *qown = NULL, *qrem = NULL;
+    stp_channel *cown = NULL, *crem = NULL;
+    stp_task *cl_task = NULL;
+    stp_queue_out *qout = NULL;
+    stp_channel_out *cout = NULL;
+    stp_item *it = NULL;
+    stp_queue_stats qs;
+    stp_channel_stats cs;
+    pthread_t th;
+    bool running = false;
+    stopper s;
+    int32_t stop = 0;
+    double t0, el;
+    DIST_SETUP();
+    CHECK_OK(stp_queue_new(g_router, "int/jobs", 1, 0, &qown));
+    CHECK_OK(stp_channel_new(g_router, "int/frames", 1, 0, &cown));
+    CHECK_OK(stp_queue_lookup(g_client, "int/jobs", 5000, &qrem));
+    CHECK_OK(stp_channel_lookup(g_client, "int/frames", 5000, &crem));
+    CHECK_OK(stp_task_new(g_client, B, "client-writer", &cl_task));
+    CHECK_OK(stp_queue_attach_output(cl_task, qrem, &qout));
+    CHECK_OK(stp_channel_attach_output(cl_task, crem, &cout));
+    it = text_item("x");
+    CHECK(it != NULL);
+
+    CHECK_OK(stp_queue_put_interruptible(qout, B, it, 5000, &stop, NULL));
+    CHECK(start_stopper(&th, &s, &stop, 100));
+    running = true;
+    t0 = now_ms();
+    CHECK_ST(stp_queue_put_interruptible(qout, B + 1, it, STP_FOREVER, &stop, NULL),
+             STP_INTERRUPTED);
+    el = now_ms() - t0;
+    CHECK_MSG(el >= 80.0 && el < 100.0 + 5000, "the remote queue put gave up after %.2f ms", el);
+    pthread_join(th, NULL);
+    running = false;
+    CHECK_OK(stp_queue_get_stats(qown, &qs));
+    CHECK_EQ_U64(qs.waiting, 1);
+    CHECK_EQ_U64(qs.puts, 1);
+
+    stop = 0;
+    CHECK_OK(stp_channel_put_interruptible(cout, B, it, 0, 5000, &stop)); /* stored: full */
+    CHECK_OK(stp_channel_put_interruptible(cout, B + 1, it, 0, STP_FOREVER, &stop)); /* sent */
+    CHECK(start_stopper(&th, &s, &stop, 100));
+    running = true;
+    t0 = now_ms();
+    CHECK_ST(stp_channel_put_interruptible(cout, B + 2, it, 0, STP_FOREVER, &stop),
+             STP_INTERRUPTED);
+    el = now_ms() - t0;
+    CHECK_MSG(el >= 80.0 && el < 100.0 + 3000, "the remote channel put gave up after %.2f ms",
+              el);
+    pthread_join(th, NULL);
+    running = false;
+    CHECK_OK(stp_channel_get_stats(cown, &cs));
+    CHECK_EQ_U64(cs.items, 1);
+    /* Closing refuses the put still waiting at the owner, so the connection detaches at once. */
+    CHECK_OK(stp_channel_close(cown));
+    CHECK_ST(stp_channel_flush(cout), STP_CLOSED);
+    CHECK_OK(stp_channel_get_stats(cown, &cs));
+    CHECK_EQ_U64(cs.puts, 1);
+done:
+    if (running) pthread_join(th, NULL);
+    stp_item_free(it);
+    stp_channel_out_free(cout);
+    stp_queue_out_free(qout);
+    stp_task_free(cl_task);
+    stp_channel_free(crem);
+    stp_channel_free(cown);
+    stp_queue_free(qrem);
+    stp_queue_free(qown);
+}
+
 static void test_dist_malformed_endpoints(void) {
     static const struct {
         const char *endpoint, *says;
@@ -3293,6 +3591,7 @@ static const test_case tests[] = {
     T(channel_bounded_full),
     T(channel_blocked_put_released_by_gc),
     T(channel_blocked_put_released_by_refcount),
+    T(channel_put_interruptible),
     T(channel_consume_gone),
     T(virtual_time_rules),
     T(task_at_floor),
@@ -3300,10 +3599,12 @@ static const test_case tests[] = {
     T(channel_closed),
     T(channel_named_lookup),
     T(lookup_wrong_kind_embedded),
+    T(containers_are_local),
     T(zone_mismatch),
     T(too_many_connections),
     T(queue_fifo_tickets),
     T(queue_full),
+    T(queue_put_interruptible),
     T(queue_producers_consumers),
     T(queue_tickets_unique),
     T(register_sequence),
@@ -3316,6 +3617,7 @@ static const test_case tests[] = {
     T(correlator_sets),
     T(pacer_paces_ticks),
     T(pacer_late_actions),
+    T(pacer_sync_interruptible),
     T(thread_stream_watermark),
     T(thread_stream_refcount),
     T(dist_join_ids),
@@ -3327,6 +3629,7 @@ static const test_case tests[] = {
     T(dist_join_errors),
     T(dist_malformed_endpoints),
     T(dist_loan),
+    T(dist_put_interruptible),
 };
 #undef T
 

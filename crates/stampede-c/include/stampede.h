@@ -77,6 +77,8 @@ typedef enum {
   STP_TOO_MANY_CONNECTIONS = 22,
   // No item with this ticket is held on this connection.
   STP_UNKNOWN_TICKET = 23,
+  // A waiting call gave up because its stop flag was set.
+  STP_INTERRUPTED = 26,
   // The operation is not available on this container where it lives (a local-only hook
   // on a container served by another address space).
   STP_UNSUPPORTED = 27,
@@ -692,6 +694,17 @@ stp_status stp_pacer_new(uint64_t period_us, uint64_t tolerance_us, int32_t late
 // `pacer` is a live pacer; `out_tick` writable; `skip_to` NULL or writable.
 stp_status stp_pacer_sync(const stp_pacer *pacer, int64_t vt, stp_tick *out_tick, int64_t *skip_to);
 
+// Waits like `stp_pacer_sync`, but stops with `STP_INTERRUPTED`, counting no tick and
+// writing neither out-pointer, once `*stop` is non-zero: the flag is read (atomically) about
+// every 50 ms while the pacer sleeps. A binding sets it from another thread to wake a
+// paced loop when its caller is interrupted. `stop` NULL is `stp_pacer_sync`.
+//
+// # Safety
+// `pacer` is a live pacer; `stop` is NULL or an aligned `int32_t` that stays valid during
+// the call and that other threads write only atomically; `out_tick` writable; `skip_to` NULL
+// or writable.
+stp_status stp_pacer_sync_interruptible(const stp_pacer *pacer, int64_t vt, const int32_t *stop, stp_tick *out_tick, int64_t *skip_to);
+
 // The pacer's counters.
 //
 // # Safety
@@ -808,6 +821,13 @@ stp_status stp_channel_new(const stp_runtime *rt, const char *name, size_t capac
 // `rt` is a live runtime; `name` NUL-terminated; `out` writable.
 stp_status stp_channel_lookup(const stp_runtime *rt, const char *name, int64_t timeout_ms, stp_channel **out);
 
+// Whether the channel lives in this runtime (false for one another address space serves,
+// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+//
+// # Safety
+// `c` is NULL or a live handle.
+bool stp_channel_is_local(const stp_channel *c);
+
 // Closes the channel: puts fail, gets drain what is left.
 //
 // # Safety
@@ -835,6 +855,13 @@ stp_status stp_queue_new(const stp_runtime *rt, const char *name, size_t capacit
 // `rt` is a live runtime; `name` NUL-terminated; `out` writable.
 stp_status stp_queue_lookup(const stp_runtime *rt, const char *name, int64_t timeout_ms, stp_queue **out);
 
+// Whether the queue lives in this runtime (false for one another address space serves,
+// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+//
+// # Safety
+// `q` is NULL or a live handle.
+bool stp_queue_is_local(const stp_queue *q);
+
 // Closes the queue: puts fail, gets drain what is left.
 //
 // # Safety
@@ -861,6 +888,13 @@ stp_status stp_register_new(const stp_runtime *rt, const char *name, size_t capa
 // # Safety
 // `rt` is a live runtime; `name` NUL-terminated; `out` writable.
 stp_status stp_register_lookup(const stp_runtime *rt, const char *name, int64_t timeout_ms, stp_register **out);
+
+// Whether the register lives in this runtime (false for one another address space serves,
+// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+//
+// # Safety
+// `r` is NULL or a live handle.
+bool stp_register_is_local(const stp_register *r);
 
 // Closes the register: puts fail, gets drain what is left.
 //
@@ -1005,6 +1039,18 @@ void stp_register_out_free(stp_register_out *conn);
 // `conn` and `item` are live handles.
 stp_status stp_channel_put(const stp_channel_out *conn, int64_t ts, const stp_item *item, uint32_t consumers, int64_t timeout_ms);
 
+// Puts like `stp_channel_put`, but gives up with `STP_INTERRUPTED`, storing nothing, once
+// `*stop` is non-zero: the flag is read (atomically) while the put waits for space, about
+// every 50 ms (once per wait slice, 250 ms by default, for a put waiting at another address
+// space). A binding sets it from another thread to abandon a blocked put when its caller
+// is interrupted. `stop` NULL is `stp_channel_put`. Into another address space's channel with
+// `STP_FOREVER` the put returns once sent, so only its wait for a credit is interrupted.
+//
+// # Safety
+// `conn` and `item` are live handles; `stop` is NULL or an aligned `int32_t` that stays
+// valid during the call and that other threads write only atomically.
+stp_status stp_channel_put_interruptible(const stp_channel_out *conn, int64_t ts, const stp_item *item, uint32_t consumers, int64_t timeout_ms, const int32_t *stop);
+
 // Waits until every put made on `conn` is stored or refused; fails with a refusal not
 // reported yet (see `stp_channel_put`). Puts into a local channel are stored at once.
 //
@@ -1038,6 +1084,19 @@ stp_status stp_channel_consume_until(const stp_channel_in *conn, int64_t ts);
 // # Safety
 // `conn` and `item` are live handles; `out_ticket` is NULL or writable.
 stp_status stp_queue_put(const stp_queue_out *conn, int64_t ts, const stp_item *item, int64_t timeout_ms, uint64_t *out_ticket);
+
+// Puts like `stp_queue_put`, but gives up with `STP_INTERRUPTED`, storing nothing, once
+// `*stop` is non-zero: the flag is read (atomically) while the put waits for space, about
+// every 50 ms (once per wait slice, 250 ms by default, for a put waiting at another address
+// space). A binding sets it from another thread to abandon a blocked put when its caller
+// is interrupted. `stop` NULL is `stp_queue_put`; `*out_ticket` (may be NULL)
+// receives the item's ticket.
+//
+// # Safety
+// `conn` and `item` are live handles; `stop` is NULL or an aligned `int32_t` that stays
+// valid during the call and that other threads write only atomically; `out_ticket` is NULL
+// or writable.
+stp_status stp_queue_put_interruptible(const stp_queue_out *conn, int64_t ts, const stp_item *item, int64_t timeout_ms, const int32_t *stop, uint64_t *out_ticket);
 
 // Takes the next item of a queue (each item goes to exactly one getter), waiting up to
 // `timeout_ms`. Consume it by its ticket when done.

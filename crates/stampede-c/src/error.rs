@@ -60,6 +60,8 @@ pub enum stp_status {
     STP_TOO_MANY_CONNECTIONS = 22,
     /// No item with this ticket is held on this connection.
     STP_UNKNOWN_TICKET = 23,
+    /// A waiting call gave up because its stop flag was set.
+    STP_INTERRUPTED = 26,
     /// The operation is not available on this container where it lives (a local-only hook
     /// on a container served by another address space).
     STP_UNSUPPORTED = 27,
@@ -148,9 +150,9 @@ fn status(code: ErrorCode) -> stp_status {
         ErrorCode::ZoneMismatch => STP_ZONE_MISMATCH,
         ErrorCode::TooManyConnections => STP_TOO_MANY_CONNECTIONS,
         ErrorCode::UnknownTicket => STP_UNKNOWN_TICKET,
+        ErrorCode::Interrupted => STP_INTERRUPTED,
         ErrorCode::Unsupported => STP_UNSUPPORTED,
-        // `Internal`, `Interrupted` (C callers pass no interrupt check) and codes newer
-        // than this table.
+        // `Internal` and codes newer than this table.
         _ => STP_INTERNAL,
     }
 }
@@ -336,7 +338,7 @@ pub extern "C" fn stp_last_neighbors() -> stp_neighbors {
 #[no_mangle]
 pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
     use stp_status::*;
-    const ALL: [stp_status; 26] = [
+    const ALL: [stp_status; 27] = [
         STP_OK,
         STP_INVALID_ARGUMENT,
         STP_FULL,
@@ -361,6 +363,7 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH,
         STP_TOO_MANY_CONNECTIONS,
         STP_UNKNOWN_TICKET,
+        STP_INTERRUPTED,
         STP_UNSUPPORTED,
         STP_INTERNAL,
     ];
@@ -392,6 +395,7 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_ZONE_MISMATCH => c"STP_ZONE_MISMATCH",
         STP_TOO_MANY_CONNECTIONS => c"STP_TOO_MANY_CONNECTIONS",
         STP_UNKNOWN_TICKET => c"STP_UNKNOWN_TICKET",
+        STP_INTERRUPTED => c"STP_INTERRUPTED",
         STP_UNSUPPORTED => c"STP_UNSUPPORTED",
         STP_INTERNAL => c"STP_INTERNAL",
     };
@@ -411,9 +415,37 @@ mod tests {
                 ErrorCode::InvalidTimestamp | ErrorCode::ZeroConsumers => {
                     assert_eq!(st, stp_status::STP_INVALID_ARGUMENT)
                 }
-                ErrorCode::Interrupted => assert_eq!(st, stp_status::STP_INTERNAL),
                 _ => assert_eq!(st as i32, code as i32, "{code}"),
             }
         }
+    }
+
+    /// `STP_INTERRUPTED` and `STP_UNSUPPORTED` have names; numbers that are no status are unknown.
+    #[test]
+    fn status_names() {
+        let name = |n: i32| {
+            // SAFETY: stp_status_name returns a static NUL-terminated string.
+            unsafe { CStr::from_ptr(stp_status_name(n)) }
+                .to_str()
+                .unwrap()
+        };
+        assert_eq!(name(stp_status::STP_INTERRUPTED as i32), "STP_INTERRUPTED");
+        assert_eq!(name(26), "STP_INTERRUPTED");
+        assert_eq!(name(stp_status::STP_UNSUPPORTED as i32), "STP_UNSUPPORTED");
+        for n in [-1, 24, 25, 28, 98, 100] {
+            assert_eq!(name(n), "STP_UNKNOWN", "{n}");
+        }
+    }
+
+    /// An interrupted put reports `STP_INTERRUPTED`, not an internal error.
+    #[test]
+    fn interrupted_put_is_its_own_status() {
+        let e: Error = stampede_core::PutError::new(
+            stampede_core::PutErrorKind::Interrupted,
+            0,
+            stampede_core::Item::from("x"),
+        )
+        .into();
+        assert_eq!(e.status, stp_status::STP_INTERRUPTED);
     }
 }

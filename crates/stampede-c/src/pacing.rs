@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use stampede_core::{LateAction, Pacer, Tick};
 
-use crate::error::{boxed, guard, handle, put_out, release, stp_status, Error};
+use crate::error::{boxed, guard, handle, put_out, release, stp_status, Error, Result};
+use crate::stm::{stop_flag, stopped};
 
 /// What a pacer does when a tick is reached later than its tolerance.
 #[repr(C)]
@@ -106,18 +107,67 @@ pub unsafe extern "C" fn stp_pacer_sync(
         let p = unsafe { handle(pacer, "pacer") }?;
         crate::error::need_out(out_tick, "out_tick")?;
         let tick = p.p.lock().map_err(|_| Error::invalid("pacer"))?.sync(vt);
-        let (t, to) = match tick {
-            Tick::OnTime => (stp_tick::STP_TICK_ON_TIME, vt),
-            Tick::Late(_) => (stp_tick::STP_TICK_LATE, vt),
-            Tick::Skip(to) => (stp_tick::STP_TICK_SKIP, to),
-            Tick::Resynced => (stp_tick::STP_TICK_RESYNCED, vt),
+        // SAFETY: forwarded contract.
+        unsafe { report(tick, vt, out_tick, skip_to) }
+    })
+}
+
+/// Writes a tick's outcome through the out-pointers of a sync.
+///
+/// # Safety
+/// `out_tick` is writable; `skip_to` NULL or writable.
+unsafe fn report(tick: Tick, vt: i64, out_tick: *mut stp_tick, skip_to: *mut i64) -> Result<()> {
+    let (t, to) = match tick {
+        Tick::OnTime => (stp_tick::STP_TICK_ON_TIME, vt),
+        Tick::Late(_) => (stp_tick::STP_TICK_LATE, vt),
+        Tick::Skip(to) => (stp_tick::STP_TICK_SKIP, to),
+        Tick::Resynced => (stp_tick::STP_TICK_RESYNCED, vt),
+    };
+    if !skip_to.is_null() {
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { skip_to.write(to) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { put_out(out_tick, t, "out_tick") }
+}
+
+/// Waits like `stp_pacer_sync`, but stops with `STP_INTERRUPTED`, counting no tick and
+/// writing neither out-pointer, once `*stop` is non-zero: the flag is read (atomically) about
+/// every 50 ms while the pacer sleeps. A binding sets it from another thread to wake a
+/// paced loop when its caller is interrupted. `stop` NULL is `stp_pacer_sync`.
+///
+/// # Safety
+/// `pacer` is a live pacer; `stop` is NULL or an aligned `int32_t` that stays valid during
+/// the call and that other threads write only atomically; `out_tick` writable; `skip_to` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_pacer_sync_interruptible(
+    pacer: *const stp_pacer,
+    vt: i64,
+    stop: *const i32,
+    out_tick: *mut stp_tick,
+    skip_to: *mut i64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let p = unsafe { handle(pacer, "pacer") }?;
+        // SAFETY: forwarded contract.
+        let stop = unsafe { stop_flag(stop) }?;
+        crate::error::need_out(out_tick, "out_tick")?;
+        let mut pacer = p.p.lock().map_err(|_| Error::invalid("pacer"))?;
+        let tick = match stop {
+            Some(flag) => pacer.sync_interruptible(vt, &|| stopped(flag)),
+            None => Some(pacer.sync(vt)),
         };
-        if !skip_to.is_null() {
-            // SAFETY: non-NULL and writable by the caller's contract.
-            unsafe { skip_to.write(to) };
-        }
-        // SAFETY: checked non-NULL above.
-        unsafe { put_out(out_tick, t, "out_tick") }
+        drop(pacer);
+        let Some(tick) = tick else {
+            return Err(Error::new(
+                stp_status::STP_INTERRUPTED,
+                format!("pacer sync at vt {vt}: interrupted while waiting"),
+            ));
+        };
+        // SAFETY: forwarded contract.
+        unsafe { report(tick, vt, out_tick, skip_to) }
     })
 }
 

@@ -4,6 +4,7 @@
 //! another address space behaves like one made here.
 
 use std::ffi::c_char;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use stampede_core::{
@@ -51,6 +52,28 @@ pub(crate) fn wait(timeout_ms: i64) -> Wait {
         0 => Wait::Never,
         t => Wait::For(millis(t)),
     }
+}
+
+/// The stop flag a waiting call polls: `None` for NULL.
+///
+/// # Safety
+/// `stop` is NULL or points to an `int32_t` that stays valid for `'a` and that other threads
+/// change only atomically.
+pub(crate) unsafe fn stop_flag<'a>(stop: *const i32) -> Result<Option<&'a AtomicI32>> {
+    if stop.is_null() {
+        return Ok(None);
+    }
+    if !stop.is_aligned() {
+        return Err(Error::invalid("stop is not aligned for an int32_t"));
+    }
+    // SAFETY: non-NULL and aligned (checked above); valid and changed only atomically for
+    // `'a` by the caller's contract.
+    Ok(Some(unsafe { AtomicI32::from_ptr(stop.cast_mut()) }))
+}
+
+/// Whether a stop flag is set.
+pub(crate) fn stopped(flag: &AtomicI32) -> bool {
+    flag.load(Ordering::Acquire) != 0
 }
 
 fn selector(kind: i32, ts: i64) -> Result<Selector> {
@@ -124,6 +147,13 @@ unsafe fn lookup_container<H: Handle>(
         let c = H::find(rt.core(), name, wait_budget(timeout_ms))?;
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(H::wrap(c)), "out") }
+    })
+}
+
+unsafe fn container_is_local<H: Handle>(c: *const H) -> bool {
+    guard_value(false, || {
+        // SAFETY: forwarded contract.
+        unsafe { handle(c, H::KIND) }.is_ok_and(|c| c.get().is_local())
     })
 }
 
@@ -259,6 +289,17 @@ pub unsafe extern "C" fn stp_channel_lookup(
     unsafe { lookup_container(rt, name, timeout_ms, out) }
 }
 
+/// Whether the channel lives in this runtime (false for one another address space serves,
+/// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+///
+/// # Safety
+/// `c` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_is_local(c: *const stp_channel) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { container_is_local(c) }
+}
+
 /// Closes the channel: puts fail, gets drain what is left.
 ///
 /// # Safety
@@ -313,6 +354,17 @@ pub unsafe extern "C" fn stp_queue_lookup(
     unsafe { lookup_container(rt, name, timeout_ms, out) }
 }
 
+/// Whether the queue lives in this runtime (false for one another address space serves,
+/// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+///
+/// # Safety
+/// `q` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_is_local(q: *const stp_queue) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { container_is_local(q) }
+}
+
 /// Closes the queue: puts fail, gets drain what is left.
 ///
 /// # Safety
@@ -365,6 +417,17 @@ pub unsafe extern "C" fn stp_register_lookup(
 ) -> stp_status {
     // SAFETY: forwarded contract.
     unsafe { lookup_container(rt, name, timeout_ms, out) }
+}
+
+/// Whether the register lives in this runtime (false for one another address space serves,
+/// found by name, and for NULL). A binding uses it to tell local containers from remote ones.
+///
+/// # Safety
+/// `r` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn stp_register_is_local(r: *const stp_register) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { container_is_local(r) }
 }
 
 /// Closes the register: puts fail, gets drain what is left.
@@ -783,6 +846,43 @@ pub unsafe extern "C" fn stp_channel_put(
     })
 }
 
+/// Puts like `stp_channel_put`, but gives up with `STP_INTERRUPTED`, storing nothing, once
+/// `*stop` is non-zero: the flag is read (atomically) while the put waits for space, about
+/// every 50 ms (once per wait slice, 250 ms by default, for a put waiting at another address
+/// space). A binding sets it from another thread to abandon a blocked put when its caller
+/// is interrupted. `stop` NULL is `stp_channel_put`. Into another address space's channel with
+/// `STP_FOREVER` the put returns once sent, so only its wait for a credit is interrupted.
+///
+/// # Safety
+/// `conn` and `item` are live handles; `stop` is NULL or an aligned `int32_t` that stays
+/// valid during the call and that other threads write only atomically.
+#[no_mangle]
+pub unsafe extern "C" fn stp_channel_put_interruptible(
+    conn: *const stp_channel_out,
+    ts: i64,
+    item: *const stp_item,
+    consumers: u32,
+    timeout_ms: i64,
+    stop: *const i32,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
+        // SAFETY: forwarded contract.
+        let stop = unsafe { stop_flag(stop) }?;
+        let mut opts = PutOptions::default().wait(wait(timeout_ms));
+        if consumers > 0 {
+            opts = opts.consumers(consumers);
+        }
+        let item = item.item.clone();
+        match stop {
+            Some(flag) => c.c.put_interruptible(ts, item, opts, &|| stopped(flag))?,
+            None => c.c.put_with(ts, item, opts)?,
+        }
+        Ok(())
+    })
+}
+
 /// Waits until every put made on `conn` is stored or refused; fails with a refusal not
 /// reported yet (see `stp_channel_put`). Puts into a local channel are stored at once.
 ///
@@ -874,6 +974,46 @@ pub unsafe extern "C" fn stp_queue_put(
         // SAFETY: forwarded contract.
         let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
         let ticket = c.c.put_with(ts, item.item.clone(), wait(timeout_ms))?;
+        if !out_ticket.is_null() {
+            // SAFETY: non-NULL and writable by the caller's contract.
+            unsafe { out_ticket.write(ticket) };
+        }
+        Ok(())
+    })
+}
+
+/// Puts like `stp_queue_put`, but gives up with `STP_INTERRUPTED`, storing nothing, once
+/// `*stop` is non-zero: the flag is read (atomically) while the put waits for space, about
+/// every 50 ms (once per wait slice, 250 ms by default, for a put waiting at another address
+/// space). A binding sets it from another thread to abandon a blocked put when its caller
+/// is interrupted. `stop` NULL is `stp_queue_put`; `*out_ticket` (may be NULL)
+/// receives the item's ticket.
+///
+/// # Safety
+/// `conn` and `item` are live handles; `stop` is NULL or an aligned `int32_t` that stays
+/// valid during the call and that other threads write only atomically; `out_ticket` is NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_queue_put_interruptible(
+    conn: *const stp_queue_out,
+    ts: i64,
+    item: *const stp_item,
+    timeout_ms: i64,
+    stop: *const i32,
+    out_ticket: *mut u64,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (c, item) = unsafe { (handle(conn, "conn")?, handle(item, "item")?) };
+        // SAFETY: forwarded contract.
+        let stop = unsafe { stop_flag(stop) }?;
+        let item = item.item.clone();
+        let ticket = match stop {
+            Some(flag) => {
+                c.c.put_interruptible(ts, item, wait(timeout_ms), &|| stopped(flag))?
+            }
+            None => c.c.put_with(ts, item, wait(timeout_ms))?,
+        };
         if !out_ticket.is_null() {
             // SAFETY: non-NULL and writable by the caller's contract.
             unsafe { out_ticket.write(ticket) };
