@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LOOM_TARGET := target/loom
 
-.PHONY: demo test test-rust test-loom test-python test-c lint lint-python bench setup python c c-programs clean
+.PHONY: demo test test-rust test-loom test-python test-c test-java java java-home lint lint-python bench setup python c c-programs clean
 
 # The Python package lives in .venv, built by maturin into the workspace's target directory
 # (release profile, shared with `cargo build --release`).
@@ -34,7 +34,7 @@ demo: python
 demo-distributed: python
 	$(PY) -m stampede.demo --distributed
 
-test: setup lint test-rust test-loom test-python test-c
+test: setup lint test-rust test-loom test-python test-c test-java
 
 test-rust:
 	$(CARGO) test --workspace --all-targets
@@ -116,6 +116,25 @@ test-c: c
 	sh tests/c/doc_examples.sh $(C_DIR)/doc-examples "$(CC)" "$(C_FLAGS)" $(C_LIB) "$(C_LIBS)"
 	$(C_DIR)/test_stampede
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 $(C_DIR)/test_stampede_asan
+
+# The Java face (java/, docs/java.md): Maven over the C library's shared object through the
+# Foreign Function & Memory API, which needs Java 22 or later. JAVA_HOME is used when it is
+# one; otherwise the JDK 25 installed beside the default. Maven's repository is kept under
+# target/, so after the first download the build needs no network.
+JDK_FALLBACK := /usr/lib/jvm/temurin-25-jdk-amd64
+JAVA_HOME_FOR_FFM = $(shell for j in "$$JAVA_HOME" $(JDK_FALLBACK) /usr/lib/jvm/*; do \
+	v=$$("$$j/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/ *java.specification.version = //p'); \
+	[ -n "$$v" ] && [ "$$v" -ge 22 ] 2>/dev/null && { echo "$$j"; break; }; done)
+MVN = JAVA_HOME=$(JAVA_HOME_FOR_FFM) mvn -B -q -Dmaven.repo.local=$(abspath target/m2) -f java/pom.xml
+
+java-home:
+	@test -n "$(JAVA_HOME_FOR_FFM)" || { echo "no JDK 22 or later found (set JAVA_HOME)"; exit 1; }
+
+java: c java-home
+	$(MVN) -DskipTests package
+
+test-java: c java-home
+	$(MVN) test
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,96 @@
+package dev.stampede;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * An address space joined to a distributed application: a {@link Runtime} whose named
+ * containers are found application-wide and whose connections reach containers owned by
+ * other processes and hosts, in any language. Closing it leaves the application.
+ */
+public final class Space extends Runtime {
+    private Space(MemorySegment ptr) {
+        super(ptr);
+    }
+
+    /** Joins the application {@code app} as {@code config} says. */
+    public static Space join(String app, Config config) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment cfg;
+            try {
+                cfg = (MemorySegment) Native.CONFIG_NEW.invokeExact(config.mode.ordinal());
+            } catch (Throwable t) {
+                throw Native.fail(t);
+            }
+            try {
+                for (String e : config.listen) {
+                    set(Native.CONFIG_LISTEN, cfg, a.allocateFrom(e));
+                }
+                for (String e : config.connect) {
+                    set(Native.CONFIG_CONNECT, cfg, a.allocateFrom(e));
+                }
+                if (config.user != null) {
+                    Status.check((int) Native.CONFIG_CREDENTIALS.invokeExact(cfg,
+                            a.allocateFrom(config.user), a.allocateFrom(
+                                    config.password == null ? "" : config.password)));
+                }
+                if (config.credentialsFile != null) {
+                    set(Native.CONFIG_CREDENTIALS_FILE, cfg, a.allocateFrom(config.credentialsFile));
+                }
+                if (config.rootCa != null || config.certificate != null
+                        || config.privateKey != null) {
+                    Status.check((int) Native.CONFIG_TLS.invokeExact(cfg, str(a, config.rootCa),
+                            str(a, config.certificate), str(a, config.privateKey)));
+                }
+                if (config.lease != null || config.opTimeout != null
+                        || config.connectTimeout != null) {
+                    Status.check((int) Native.CONFIG_TIMEOUTS.invokeExact(cfg,
+                            ms(config.lease, 1000), ms(config.opTimeout, 5000),
+                            ms(config.connectTimeout, 5000)));
+                }
+                MemorySegment out = a.allocate(ADDRESS);
+                Status.check((int) Native.RUNTIME_JOIN.invokeExact(a.allocateFrom(app), cfg, out));
+                return new Space(out.get(ADDRESS, 0));
+            } catch (Throwable t) {
+                throw Native.fail(t);
+            } finally {
+                Native.free(Native.CONFIG_FREE, cfg);
+            }
+        }
+    }
+
+    private static void set(MethodHandle h, MemorySegment cfg, MemorySegment value)
+            throws Throwable {
+        Status.check((int) h.invokeExact(cfg, value));
+    }
+
+    private static MemorySegment str(Arena a, String s) {
+        return s == null ? MemorySegment.NULL : a.allocateFrom(s);
+    }
+
+    private static long ms(java.time.Duration d, long otherwise) {
+        return d == null ? otherwise : Math.max(1, d.toMillis());
+    }
+
+    /** This address space's counters. */
+    public SpaceStats stats() {
+        MemorySegment r = res.enter();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(Layouts.SPACE_STATS);
+            Status.check((int) Native.RUNTIME_SPACE_STATS.invokeExact(r, out));
+            return SpaceStats.read(out);
+        } catch (Throwable t) {
+            throw Native.fail(t);
+        } finally {
+            res.leave();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Space(" + id() + ")";
+    }
+}

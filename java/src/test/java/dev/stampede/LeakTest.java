@@ -1,0 +1,98 @@
+package dev.stampede;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import org.junit.jupiter.api.Test;
+
+/**
+ * 100,000 put/get cycles leave the native heap where it was: the bytes malloc has handed out
+ * and not got back (glibc's {@code mallinfo2}, summed over its arenas), which the Java heap
+ * does not blur.
+ */
+class LeakTest {
+    private static final MethodHandle MALLINFO2 = Linker.nativeLinker().downcallHandle(
+            Linker.nativeLinker().defaultLookup().find("mallinfo2").orElseThrow(),
+            FunctionDescriptor.of(MemoryLayout.structLayout(
+                    java.util.stream.Stream.generate(() -> ValueLayout.JAVA_LONG).limit(10)
+                            .toArray(MemoryLayout[]::new))));
+
+    /** Bytes in use: {@code uordblks} (field 7) plus {@code hblkhd} (mmapped, field 4). */
+    static long nativeKb() throws Throwable {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment m = (MemorySegment) MALLINFO2.invokeExact((SegmentAllocator) a);
+            return (m.getAtIndex(ValueLayout.JAVA_LONG, 7) + m.getAtIndex(ValueLayout.JAVA_LONG, 4))
+                    / 1024;
+        }
+    }
+
+    static void settle() throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(100);
+        }
+    }
+
+    static void cycles(Runtime rt, int n, boolean close) throws Exception {
+        Channel ch = rt.channel();
+        try (Task p = rt.task(Stampede.AT_FLOOR); Task c = rt.task(Stampede.AT_FLOOR)) {
+            ChannelOutput out = p.attachOutput(ch);
+            ChannelInput in = c.attachInput(ch);
+            byte[] payload = new byte[1024];
+            long base = p.virtualTime();
+            for (int i = 0; i < n; i++) {
+                long ts = base + i;
+                Item item = Item.of(payload);
+                out.put(ts, item);
+                Stamped s = in.get(ts);
+                s.item().segment();
+                in.consume(ts);
+                p.setVirtualTime(ts + 1);
+                c.setVirtualTime(ts + 1);
+                if (close) {
+                    item.close();
+                    s.close();
+                }
+            }
+        }
+        ch.close();
+    }
+
+    @Test
+    void put_get_cycles_do_not_leak_native_memory() throws Throwable {
+        try (Runtime rt = new Runtime()) {
+            cycles(rt, 20_000, true); // warm up: per-thread memory, caches, JIT
+            settle();
+            long before = nativeKb();
+            cycles(rt, 100_000, true);
+            settle();
+            long grown = nativeKb() - before;
+            System.out.printf("native heap after 100,000 closed put/get cycles of 1 KiB: %+d KiB%n",
+                    grown);
+            // One leaked 1 KiB item per cycle would be about 100 MiB.
+            assertTrue(grown < 1024, "the native heap grew by " + grown + " KiB");
+        }
+    }
+
+    @Test
+    void items_left_to_the_cleaner_are_released_too() throws Throwable {
+        try (Runtime rt = new Runtime()) {
+            cycles(rt, 20_000, false);
+            settle();
+            long before = nativeKb();
+            cycles(rt, 100_000, false);
+            settle();
+            long grown = nativeKb() - before;
+            System.out.printf("native heap after 100,000 put/get cycles left to the cleaner: %+d KiB%n",
+                    grown);
+            assertTrue(grown < 1024, "the native heap grew by " + grown + " KiB");
+        }
+    }
+}
