@@ -656,6 +656,13 @@ static void test_invalid_null_arguments(void) {
     CHECK_INVALID(stp_config_timeouts(cfg, 0, 1000, 1000), "positive");
     CHECK_INVALID(stp_config_timeouts(cfg, 1000, 0, 1000), "positive");
     CHECK_INVALID(stp_config_timeouts(cfg, 1000, 1000, 0), "positive");
+    CHECK_INVALID(stp_config_shm_pool(NULL, 1 << 20), "NULL");
+    CHECK_INVALID(stp_config_multicast_scouting(NULL, false), "NULL");
+    CHECK_INVALID(stp_config_queue_prefetch(NULL, 4), "NULL");
+    CHECK_INVALID(stp_config_spin_rounds(NULL, -1), "NULL");
+    CHECK_INVALID(stp_config_zenoh(NULL, "scouting/multicast/enabled", "false"), "NULL");
+    CHECK_INVALID(stp_config_zenoh(cfg, NULL, "false"), "path");
+    CHECK_INVALID(stp_config_zenoh(cfg, "scouting/multicast/enabled", NULL), "json5_value");
     CHECK_INVALID(stp_runtime_join(NULL, cfg, &rt2), "NULL");
     CHECK_INVALID(stp_runtime_join("app", NULL, &rt2), "NULL");
     CHECK_INVALID(stp_runtime_join("app", cfg, NULL), "NULL");
@@ -3387,6 +3394,132 @@ done:
     stp_config_free(cfg);
 }
 
+/* The settings beyond endpoints, credentials, TLS and timeouts: good values are taken, and a
+ * raw Zenoh setting is checked when it is added. */
+static void test_config_settings(void) {
+    stp_config *cfg = stp_config_new(STP_PEER);
+    CHECK(cfg != NULL);
+    CHECK_OK(stp_config_shm_pool(cfg, 0));
+    CHECK_OK(stp_config_shm_pool(cfg, (size_t)8 << 20));
+    CHECK_OK(stp_config_multicast_scouting(cfg, true));
+    CHECK_OK(stp_config_multicast_scouting(cfg, false));
+    CHECK_OK(stp_config_queue_prefetch(cfg, 0));
+    CHECK_OK(stp_config_queue_prefetch(cfg, UINT32_MAX));
+    CHECK_OK(stp_config_spin_rounds(cfg, 0));
+    CHECK_OK(stp_config_spin_rounds(cfg, (int64_t)UINT32_MAX));
+    CHECK_OK(stp_config_spin_rounds(cfg, -1)); /* the default again */
+    CHECK_OK(stp_config_spin_rounds(cfg, INT64_MIN));
+    CHECK_INVALID(stp_config_spin_rounds(cfg, (int64_t)UINT32_MAX + 1), "spin_rounds");
+    CHECK_INVALID(stp_config_spin_rounds(cfg, INT64_MAX), "spin_rounds");
+    CHECK_OK(stp_config_zenoh(cfg, "scouting/multicast/enabled", "false"));
+    CHECK_OK(stp_config_zenoh(cfg, "transport/link/tx/keep_alive", "4"));
+    CHECK_OK(stp_config_zenoh(cfg, "id", "\"a1b2c3d4e5f60718\""));
+    /* Refused when added (the config is left as it was), with the path in the message. */
+    CHECK_ST(stp_config_zenoh(cfg, "scouting/multicast/enabled", "{"), STP_CONFIG);
+    CHECK_MSG(strstr(stp_last_error(), "scouting/multicast/enabled") != NULL, "\"%s\"",
+              stp_last_error());
+    CHECK_ST(stp_config_zenoh(cfg, "scouting/multicast/enabled", "\"yes\""), STP_CONFIG);
+    CHECK_ST(stp_config_zenoh(cfg, "no/such/setting", "1"), STP_CONFIG);
+    CHECK_MSG(strstr(stp_last_error(), "no/such/setting") != NULL, "\"%s\"", stp_last_error());
+    CHECK_MSG(strstr(stp_last_error(), ".rs:") == NULL, "\"%s\"", stp_last_error());
+done:
+    stp_config_free(cfg);
+}
+
+/* A peer of its own application, listening on a free loopback port, joins with every one of
+ * these settings, a raw Zenoh one among them; the refused settings above never reach it. */
+static void test_dist_join_with_settings(void) {
+    stp_config *cfg = NULL;
+    stp_runtime *rt = NULL;
+    char ep[64], app[64];
+    int port = free_port();
+    CHECK(port > 0);
+    snprintf(ep, sizeof ep, "tcp/127.0.0.1:%d", port);
+    snprintf(app, sizeof app, "ctestset%ld", (long)getpid());
+    cfg = stp_config_new(STP_PEER);
+    CHECK(cfg != NULL);
+    CHECK_OK(stp_config_listen(cfg, ep));
+    CHECK_OK(stp_config_timeouts(cfg, 5000, 5000, 5000));
+    CHECK_OK(stp_config_multicast_scouting(cfg, true));
+    /* Applied last, so it wins over the setter just above: no multicast in a test. */
+    CHECK_OK(stp_config_zenoh(cfg, "scouting/multicast/enabled", "false"));
+    CHECK_OK(stp_config_shm_pool(cfg, (size_t)4 << 20));
+    CHECK_OK(stp_config_queue_prefetch(cfg, 4));
+    CHECK_OK(stp_config_spin_rounds(cfg, 100));
+    CHECK_ST(stp_config_zenoh(cfg, "no/such/setting", "1"), STP_CONFIG);
+    CHECK_OK(stp_runtime_join(app, cfg, &rt));
+    CHECK(rt != NULL && stp_runtime_id(rt)[0] != '\0');
+done:
+    stp_runtime_free(rt);
+    stp_config_free(cfg);
+}
+
+/* A client with a queue prefetch of 4 getting from the router's queue of 8 items takes some
+ * ahead into a lease, and the next gets are answered from it. */
+#define DIST_BASE_PREFETCH 6000
+static void test_dist_queue_prefetch(void) {
+    const int64_t B = DIST_BASE_PREFETCH;
+    stp_config *cfg = NULL;
+    stp_runtime *pc = NULL;
+    stp_queue *own = NULL, *remote = NULL;
+    stp_task *rt_task = NULL, *pc_task = NULL;
+    stp_queue_out *out = NULL;
+    stp_queue_in *in = NULL;
+    stp_item *it = NULL;
+    stp_space_stats before, after;
+    uint64_t ticket = 0;
+    int64_t ts = 0;
+    DIST_SETUP();
+    cfg = stp_config_new(STP_CLIENT);
+    CHECK(cfg != NULL);
+    CHECK_OK(stp_config_connect(cfg, g_endpoint));
+    CHECK_OK(stp_config_timeouts(cfg, 5000, 5000, 5000));
+    CHECK_OK(stp_config_queue_prefetch(cfg, 4));
+    CHECK_OK(stp_runtime_join(g_app, cfg, &pc));
+    CHECK_OK(stp_queue_new(g_router, "prefetch/jobs", 0, 0, &own));
+    CHECK_OK(stp_task_new(g_router, B, NULL, &rt_task));
+    CHECK_OK(stp_queue_attach_output(rt_task, own, &out));
+    for (int i = 0; i < 8; i++) {
+        char s[16];
+        snprintf(s, sizeof s, "job %d", i);
+        it = text_item(s);
+        CHECK(it != NULL);
+        CHECK_OK(stp_queue_put(out, B + i, it, 5000, &ticket));
+        stp_item_free(it);
+        it = NULL;
+    }
+    CHECK_OK(stp_queue_lookup(pc, "prefetch/jobs", 5000, &remote));
+    CHECK_OK(stp_task_new(pc, B, NULL, &pc_task));
+    CHECK_OK(stp_queue_attach_input(pc_task, remote, &in));
+    CHECK_OK(stp_runtime_space_stats(pc, &before));
+    for (int i = 0; i < 8; i++) {
+        char s[16];
+        snprintf(s, sizeof s, "job %d", i);
+        CHECK_OK(stp_queue_get(in, 5000, &ts, &ticket, &it));
+        CHECK_EQ_I64(ts, B + i); /* one getter: still oldest first */
+        CHECK(is_text(it, s));
+        stp_item_free(it);
+        it = NULL;
+        CHECK_OK(stp_queue_consume(in, ticket));
+    }
+    CHECK_OK(stp_runtime_space_stats(pc, &after));
+    CHECK_MSG(after.leased > before.leased, "leased %llu -> %llu",
+              (unsigned long long)before.leased, (unsigned long long)after.leased);
+    CHECK_MSG(after.lease_hits > before.lease_hits, "lease hits %llu -> %llu",
+              (unsigned long long)before.lease_hits, (unsigned long long)after.lease_hits);
+    CHECK_ST(stp_queue_get(in, 0, &ts, &ticket, &it), STP_UNAVAILABLE);
+done:
+    stp_item_free(it);
+    stp_queue_in_free(in);
+    stp_queue_out_free(out);
+    stp_task_free(pc_task);
+    stp_task_free(rt_task);
+    stp_queue_free(remote);
+    stp_queue_free(own);
+    stp_runtime_free(pc);
+    stp_config_free(cfg);
+}
+
 /* A malformed endpoint is refused before joining, however long joining would wait, with a
  * message that says what is wrong and names no file of the machine the library was built on. */
 /* Loans: the client fills an array in memory the connection lends (shared memory, for the
@@ -3618,6 +3751,7 @@ static const test_case tests[] = {
     T(pacer_paces_ticks),
     T(pacer_late_actions),
     T(pacer_sync_interruptible),
+    T(config_settings),
     T(thread_stream_watermark),
     T(thread_stream_refcount),
     T(dist_join_ids),
@@ -3630,6 +3764,8 @@ static const test_case tests[] = {
     T(dist_malformed_endpoints),
     T(dist_loan),
     T(dist_put_interruptible),
+    T(dist_join_with_settings),
+    T(dist_queue_prefetch),
 };
 #undef T
 

@@ -793,6 +793,48 @@ stp_status stp_config_timeouts(stp_config *cfg, uint64_t lease_ms, uint64_t op_t
 // `cfg` is a live config; `path` a NUL-terminated string.
 stp_status stp_config_credentials_file(stp_config *cfg, const char *path);
 
+// Sets the bytes of shared memory for large messages to processes on this host (0: off;
+// the default is 64 MiB).
+//
+// # Safety
+// `cfg` is a live config.
+stp_status stp_config_shm_pool(stp_config *cfg, size_t bytes);
+
+// Finds peers by UDP multicast on the local network (off by default, so unrelated
+// applications on a network never meet).
+//
+// # Safety
+// `cfg` is a live config.
+stp_status stp_config_multicast_scouting(stp_config *cfg, bool enabled);
+
+// Sets how many further waiting items a get on another space's queue takes ahead, held by
+// the connection as a lease (0, the default: none). The next gets are answered from the
+// lease without a round trip; what was not handed out returns to the queue when the
+// connection detaches or this space dies. Leases trade strict oldest-first order across
+// getters for throughput.
+//
+// # Safety
+// `cfg` is a live config.
+stp_status stp_config_queue_prefetch(stp_config *cfg, uint32_t items);
+
+// Sets how many rounds a blocking get busy-waits before it parks. Negative means the
+// default: spin as a local runtime does on more than two cores, not at all on two or fewer,
+// where the network threads that deliver items need the processor. Fails with
+// `STP_INVALID_ARGUMENT` above `UINT32_MAX`.
+//
+// # Safety
+// `cfg` is a live config.
+stp_status stp_config_spin_rounds(stp_config *cfg, int64_t rounds);
+
+// Appends a raw Zenoh setting: `path` (such as "scouting/multicast/enabled") and its JSON5
+// value (such as "false"; a string is quoted: "\"text\""), applied after everything else
+// the config sets, in the order added. An unknown path or a value that does not parse or
+// fit fails here with `STP_CONFIG`, naming the path, and leaves the config unchanged.
+//
+// # Safety
+// `cfg` is a live config; `path`, `json5_value` NUL-terminated strings.
+stp_status stp_config_zenoh(stp_config *cfg, const char *path, const char *json5_value);
+
 // The floor of time zone `zone` in this runtime: everything below it has been reclaimed, and
 // no new task may start below it. `INT64_MIN` before the first collection; `STP_INFINITY` for
 // NULL.

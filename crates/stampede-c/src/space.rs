@@ -338,6 +338,101 @@ pub unsafe extern "C" fn stp_config_credentials_file(
     })
 }
 
+/// Sets the bytes of shared memory for large messages to processes on this host (0: off;
+/// the default is 64 MiB).
+///
+/// # Safety
+/// `cfg` is a live config.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_shm_pool(cfg: *mut stp_config, bytes: usize) -> stp_status {
+    with_cfg(cfg, |c| {
+        c.shm_pool = bytes;
+        Ok(())
+    })
+}
+
+/// Finds peers by UDP multicast on the local network (off by default, so unrelated
+/// applications on a network never meet).
+///
+/// # Safety
+/// `cfg` is a live config.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_multicast_scouting(
+    cfg: *mut stp_config,
+    enabled: bool,
+) -> stp_status {
+    with_cfg(cfg, |c| {
+        c.multicast_scouting = enabled;
+        Ok(())
+    })
+}
+
+/// Sets how many further waiting items a get on another space's queue takes ahead, held by
+/// the connection as a lease (0, the default: none). The next gets are answered from the
+/// lease without a round trip; what was not handed out returns to the queue when the
+/// connection detaches or this space dies. Leases trade strict oldest-first order across
+/// getters for throughput.
+///
+/// # Safety
+/// `cfg` is a live config.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_queue_prefetch(cfg: *mut stp_config, items: u32) -> stp_status {
+    with_cfg(cfg, |c| {
+        c.queue_prefetch = items;
+        Ok(())
+    })
+}
+
+/// Sets how many rounds a blocking get busy-waits before it parks. Negative means the
+/// default: spin as a local runtime does on more than two cores, not at all on two or fewer,
+/// where the network threads that deliver items need the processor. Fails with
+/// `STP_INVALID_ARGUMENT` above `UINT32_MAX`.
+///
+/// # Safety
+/// `cfg` is a live config.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_spin_rounds(cfg: *mut stp_config, rounds: i64) -> stp_status {
+    with_cfg(cfg, |c| {
+        c.spin_rounds =
+            match rounds {
+                r if r < 0 => None,
+                r => Some(u32::try_from(r).map_err(|_| {
+                    Error::invalid(format!("spin_rounds {r} is above {}", u32::MAX))
+                })?),
+            };
+        Ok(())
+    })
+}
+
+/// Appends a raw Zenoh setting: `path` (such as "scouting/multicast/enabled") and its JSON5
+/// value (such as "false"; a string is quoted: "\"text\""), applied after everything else
+/// the config sets, in the order added. An unknown path or a value that does not parse or
+/// fit fails here with `STP_CONFIG`, naming the path, and leaves the config unchanged.
+///
+/// # Safety
+/// `cfg` is a live config; `path`, `json5_value` NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_zenoh(
+    cfg: *mut stp_config,
+    path: *const c_char,
+    json5_value: *const c_char,
+) -> stp_status {
+    with_cfg(cfg, |c| {
+        // SAFETY: forwarded contract.
+        let (k, v) = unsafe { (text(path, "path")?, text(json5_value, "json5_value")?) };
+        let setting = (k.to_owned(), v.to_owned());
+        // Zenoh checks each setting on its own (its parse and its value's predicate), so a
+        // default config with only this one refuses it as the joined one would.
+        Config {
+            zenoh: vec![setting.clone()],
+            ..Config::peer()
+        }
+        .to_zenoh()?;
+        c.zenoh.push(setting);
+        Ok(())
+    })
+}
+
 /// The floor of time zone `zone` in this runtime: everything below it has been reclaimed, and
 /// no new task may start below it. `INT64_MIN` before the first collection; `STP_INFINITY` for
 /// NULL.
@@ -362,4 +457,64 @@ pub unsafe extern "C" fn stp_runtime_floor(rt: *const stp_runtime, zone: u32) ->
 pub unsafe extern "C" fn stp_config_free(cfg: *mut stp_config) {
     // SAFETY: forwarded contract.
     unsafe { release(cfg) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(cfg: *mut stp_config) -> Config {
+        // SAFETY: a live config from `stp_config_new`.
+        unsafe { &*cfg }.cfg.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn setters_fill_the_config() {
+        let cfg = stp_config_new(1);
+        // SAFETY: `cfg` is live until freed at the end; the strings are NUL-terminated.
+        unsafe {
+            assert_eq!(stp_config_shm_pool(cfg, 0), stp_status::STP_OK);
+            assert_eq!(stp_config_multicast_scouting(cfg, true), stp_status::STP_OK);
+            assert_eq!(stp_config_queue_prefetch(cfg, 4), stp_status::STP_OK);
+            assert_eq!(stp_config_spin_rounds(cfg, 7), stp_status::STP_OK);
+            let c = settings(cfg);
+            assert_eq!(c.shm_pool, 0);
+            assert!(c.multicast_scouting);
+            assert_eq!(c.queue_prefetch, 4);
+            assert_eq!(c.spin_rounds, Some(7));
+
+            assert_eq!(
+                stp_config_spin_rounds(cfg, u32::MAX as i64),
+                stp_status::STP_OK
+            );
+            assert_eq!(settings(cfg).spin_rounds, Some(u32::MAX));
+            assert_eq!(
+                stp_config_spin_rounds(cfg, u32::MAX as i64 + 1),
+                stp_status::STP_INVALID_ARGUMENT
+            );
+            assert_eq!(settings(cfg).spin_rounds, Some(u32::MAX));
+            assert_eq!(stp_config_spin_rounds(cfg, -1), stp_status::STP_OK);
+            assert_eq!(settings(cfg).spin_rounds, None);
+
+            let path = c"scouting/multicast/enabled".as_ptr();
+            assert_eq!(
+                stp_config_zenoh(cfg, path, c"false".as_ptr()),
+                stp_status::STP_OK
+            );
+            assert_eq!(
+                stp_config_zenoh(cfg, path, c"{".as_ptr()),
+                stp_status::STP_CONFIG
+            );
+            let unknown = c"no/such/setting".as_ptr();
+            assert_eq!(
+                stp_config_zenoh(cfg, unknown, c"1".as_ptr()),
+                stp_status::STP_CONFIG
+            );
+            assert_eq!(
+                settings(cfg).zenoh,
+                vec![("scouting/multicast/enabled".to_owned(), "false".to_owned())]
+            );
+            stp_config_free(cfg);
+        }
+    }
 }
