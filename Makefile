@@ -68,11 +68,18 @@ lint: setup lint-python
 conference: setup
 	$(CARGO) build --release -p stampede-conference
 
-bench: python
+bench: python java
 	$(CARGO) run --release -p stampede-bench -- --out bench-results/core.json
 	$(CARGO) run --release -p stampede-net-bench -- --out bench-results/net.json
 	$(PY) bench/python_bench.py --out bench-results/python.json
 	$(CARGO) run --release -p stampede-conference -- bench --out bench-results/conference.json
+	@$(MAKE) --no-print-directory bench-java
+
+# The Java face's Experiment 3: Java, Rust and Java-socket ping-pong in one run (docs/java.md).
+.PHONY: bench-java
+bench-java: python java
+	$(CARGO) build --release -p stampede-net-bench
+	JAVA_HOME=$(JAVA_HOME_FOR_FFM) $(PY) bench/java_bench.py --out bench-results/java.json
 
 # The C API: libstampede_c.{a,so} from cargo, the examples and the C test runner linked
 # statically against it. The runner also runs under AddressSanitizer, whose leak checker
@@ -83,7 +90,8 @@ C_LIB := target/release/libstampede_c.a
 C_LIBS := -lpthread -ldl -lm -lrt -lutil -lgcc_s
 C_FLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icrates/stampede-c/include
 C_PROGRAMS := $(patsubst examples/c/%.c,$(C_DIR)/%,$(wildcard examples/c/*.c)) \
-	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan $(C_DIR)/pipeline_shared
+	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan $(C_DIR)/pipeline_shared \
+	$(C_DIR)/interop_peer
 
 c: setup
 	$(CARGO) build --release -p stampede-c
@@ -101,6 +109,11 @@ $(C_DIR)/pipeline_shared: examples/c/pipeline.c $(C_HEADER) $(C_LIB)
 	$(CC) $(C_FLAGS) $< -Ltarget/release -Wl,-rpath,$(abspath target/release) -lstampede_c -o $@
 
 $(C_DIR)/test_stampede: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
+
+# The C side of the Java face's cross-language item test.
+$(C_DIR)/interop_peer: tests/interop/peer.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
 	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
 
@@ -133,7 +146,7 @@ java-home:
 java: c java-home
 	$(MVN) -DskipTests package
 
-test-java: c java-home
+test-java: c python java-home
 	$(MVN) test
 
 clean:

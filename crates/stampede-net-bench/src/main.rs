@@ -41,19 +41,63 @@ enum Side {
     /// The other process of a measurement, started by the benchmark itself.
     #[command(name = child::SUBCOMMAND, hide = true)]
     Child(ChildArgs),
+    /// Only Stampede's ping-pong, at the given sizes: one JSON line per size and repeat,
+    /// `{"system": "rust_face", "size", "one_way_us": [...]}` (the other faces' benchmarks
+    /// compare against it in the same run).
+    Pingpong(PingpongArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PingpongArgs {
+    /// Payload sizes in bytes, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,1000,10000,35000,55000"
+    )]
+    sizes: Vec<usize>,
+    /// Recorded round trips per run (after a warm-up of a tenth as many, at least 10).
+    #[arg(long, default_value_t = 2000)]
+    round_trips: usize,
+    /// Runs per size.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+}
+
+/// Prints one JSON line per size and repeat of Stampede's ping-pong.
+fn pingpong_only(args: &PingpongArgs) -> ExitCode {
+    for &size in &args.sizes {
+        for _ in 0..args.repeats.max(1) {
+            match stampede_net_bench::stm::pingpong(size, args.round_trips.max(1)) {
+                Ok(r) => println!(
+                    "{}",
+                    serde_json::json!({"system": "rust_face", "size": size, "one_way_us": r.one_way_us})
+                ),
+                Err(e) => {
+                    eprintln!("ping-pong of {size} B: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
     stampede_net::size_zenoh_runtime_in_main();
     let cli = Cli::parse();
-    if let Some(Side::Child(args)) = &cli.side {
-        return match child::serve(args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("stampede-net-bench {:?} child: {e}", args.role);
-                ExitCode::FAILURE
-            }
-        };
+    match &cli.side {
+        Some(Side::Child(args)) => {
+            return match child::serve(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("stampede-net-bench {:?} child: {e}", args.role);
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Some(Side::Pingpong(args)) => return pingpong_only(args),
+        None => {}
     }
 
     let mut plan = if cli.quick {

@@ -51,6 +51,26 @@ public final class Space extends Runtime {
                             ms(config.lease, 1000), ms(config.opTimeout, 5000),
                             ms(config.connectTimeout, 5000)));
                 }
+                if (config.shmPool != null) {
+                    Status.check((int) Native.CONFIG_SHM_POOL.invokeExact(cfg,
+                            (long) config.shmPool));
+                }
+                if (config.multicastScouting != null) {
+                    Status.check((int) Native.CONFIG_MULTICAST.invokeExact(cfg,
+                            (boolean) config.multicastScouting));
+                }
+                if (config.queuePrefetch != null) {
+                    Status.check((int) Native.CONFIG_PREFETCH.invokeExact(cfg,
+                            (int) config.queuePrefetch));
+                }
+                if (config.spinRounds != null) {
+                    Status.check((int) Native.CONFIG_SPIN.invokeExact(cfg,
+                            (long) config.spinRounds));
+                }
+                for (String[] kv : config.zenoh) {
+                    Status.check((int) Native.CONFIG_ZENOH.invokeExact(cfg, a.allocateFrom(kv[0]),
+                            a.allocateFrom(kv[1])));
+                }
                 MemorySegment out = a.allocate(ADDRESS);
                 Status.check((int) Native.RUNTIME_JOIN.invokeExact(a.allocateFrom(app), cfg, out));
                 return new Space(out.get(ADDRESS, 0));

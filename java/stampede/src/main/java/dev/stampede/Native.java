@@ -175,6 +175,12 @@ final class Native {
     static final MethodHandle CONFIG_CREDENTIALS_FILE = fn("stp_config_credentials_file", I, P, P);
     static final MethodHandle CONFIG_TLS = fn("stp_config_tls", I, P, P, P, P);
     static final MethodHandle CONFIG_TIMEOUTS = fn("stp_config_timeouts", I, P, L, L, L);
+    static final MethodHandle CONFIG_SHM_POOL = fn("stp_config_shm_pool", I, P, L);
+    static final MethodHandle CONFIG_MULTICAST = fn("stp_config_multicast_scouting", I, P,
+            JAVA_BOOLEAN);
+    static final MethodHandle CONFIG_PREFETCH = fn("stp_config_queue_prefetch", I, P, I);
+    static final MethodHandle CONFIG_SPIN = fn("stp_config_spin_rounds", I, P, L);
+    static final MethodHandle CONFIG_ZENOH = fn("stp_config_zenoh", I, P, P, P);
     static final MethodHandle CONFIG_FREE = fn("stp_config_free", null, P);
 
     // Containers: new, lookup, close, free, is_local, stats, hooks; index by Kind.

@@ -121,19 +121,28 @@ final class Waits {
         WATCHED.remove(thread);
     }
 
+    /** How long the watcher keeps polling after the last watched call, before it parks
+     * until the next: waking it for every put would cost more than the put. */
+    private static final long LINGER_NS = 2_000_000_000L;
+
     private static void watchLoop() {
+        long lastBusy = System.nanoTime();
         while (true) {
             if (WATCHED.isEmpty()) {
-                watcherIdle = true;
-                if (WATCHED.isEmpty()) {
-                    LockSupport.park();
+                if (System.nanoTime() - lastBusy > LINGER_NS) {
+                    watcherIdle = true;
+                    if (WATCHED.isEmpty()) {
+                        LockSupport.park();
+                    }
+                    watcherIdle = false;
+                    lastBusy = System.nanoTime();
                 }
-                watcherIdle = false;
-                continue;
-            }
-            for (Map.Entry<Thread, MemorySegment> e : WATCHED.entrySet()) {
-                if (e.getKey().isInterrupted()) {
-                    e.getValue().set(JAVA_INT, 0, 1);
+            } else {
+                lastBusy = System.nanoTime();
+                for (Map.Entry<Thread, MemorySegment> e : WATCHED.entrySet()) {
+                    if (e.getKey().isInterrupted()) {
+                        e.getValue().set(JAVA_INT, 0, 1);
+                    }
                 }
             }
             LockSupport.parkNanos(WATCH_NS);
