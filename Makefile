@@ -146,8 +146,10 @@ java-home:
 java: c java-home
 	$(MVN) -DskipTests package
 
+# The JUnit tests, then the library's Javadoc with every doclint check (a warning fails).
 test-java: c python java-home
 	$(MVN) test
+	$(MVN) javadoc:javadoc -pl stampede
 
 clean:
 	$(CARGO) clean
