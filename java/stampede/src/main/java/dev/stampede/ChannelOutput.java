@@ -65,12 +65,21 @@ public final class ChannelOutput extends Connection<Channel> {
         MemorySegment p = res.enter();
         MemorySegment it = item.res.enter();
         try {
-            if (timeoutMs == 0 || (container.isLocal() && Thread.currentThread().isVirtual())) {
+            if (timeoutMs == 0) {
                 int s = raw(p, ts, it, consumers, 0, MemorySegment.NULL);
+                if (s != 0) {
+                    throw StampedeException.last(Status.of(s), ts, item);
+                }
+                return;
+            }
+            if (Thread.currentThread().isVirtual()) {
+                // A stop flag set beforehand makes the put a try: stored (or, for another
+                // space's channel, sent) if it need not wait, else nothing happens.
+                int s = raw(p, ts, it, consumers, timeoutMs, Waits.raisedFlag());
                 if (s == 0) {
                     return;
                 }
-                if (timeoutMs == 0 || s != Status.FULL.code()) {
+                if (s != Status.INTERRUPTED.code()) {
                     throw StampedeException.last(Status.of(s), ts, item);
                 }
             }

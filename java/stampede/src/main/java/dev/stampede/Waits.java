@@ -92,8 +92,11 @@ final class Waits {
         return f;
     }
 
-    static boolean stopped(MemorySegment flag) {
-        return flag.get(JAVA_INT, 0) != 0;
+    /** This thread's stop flag, set: a call given it stops before it would wait. */
+    static MemorySegment raisedFlag() {
+        MemorySegment f = FLAG.get();
+        f.set(JAVA_INT, 0, 1);
+        return f;
     }
 
     private static final Map<Thread, MemorySegment> WATCHED = new ConcurrentHashMap<>();

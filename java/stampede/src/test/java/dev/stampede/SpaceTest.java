@@ -108,6 +108,51 @@ class SpaceTest {
     }
 
     @Test
+    void virtual_threads_put_and_get_across_spaces() throws Exception {
+        // A zone of its own: this test moves its floor, which the others' tasks must not see.
+        router.channel("sp/virtual", 4, 1);
+        Channel ch = client.lookupChannel("sp/virtual", Duration.ofSeconds(5));
+        Channel owned = router.lookupChannel("sp/virtual", Duration.ofSeconds(5));
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        try (Task p = client.task(Stampede.AT_FLOOR, 1, "vp");
+             Task c = router.task(Stampede.AT_FLOOR, 1, "vc")) {
+            ChannelOutput out = p.attachOutput(ch);
+            ChannelInput in = c.attachInput(owned);
+            long base = Math.max(p.virtualTime(), c.virtualTime());
+            // The producer fills the bounded channel and waits for room off its carrier.
+            Thread producer = Thread.ofVirtual().start(() -> {
+                try {
+                    for (long ts = base; ts < base + 40; ts++) {
+                        out.put(ts, "v" + ts);
+                    }
+                    out.flush();
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            Thread consumer = Thread.ofVirtual().start(() -> {
+                try {
+                    for (long ts = base; ts < base + 40; ts++) {
+                        try (Stamped s = in.get(Selector.NEXT_UNSEEN, Duration.ofSeconds(10))) {
+                            assertEquals("v" + ts, s.item().text());
+                        }
+                        in.consume(ts);
+                        c.setVirtualTime(ts + 1);
+                        p.setVirtualTime(Math.max(p.virtualTime(), ts + 1));
+                    }
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            });
+            producer.join(30_000);
+            consumer.join(30_000);
+            assertEquals(null, failed.get());
+            assertFalse(producer.isAlive() || consumer.isAlive());
+        }
+    }
+
+    @Test
     void names_are_checked() {
         assertThrows(StampedeException.InvalidName.class, () -> client.channel("a/*"));
         assertThrows(StampedeException.InvalidName.class, () -> client.queue(""));
