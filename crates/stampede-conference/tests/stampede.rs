@@ -115,9 +115,12 @@ fn come_and_go(threads: &str) {
     let s3 = p3.leave(T);
     all_good(&p1, &s1);
     all_good(&p3, &s3);
-    let m = mixer.wait_for(T, |v| v["event"] == "mixer" && members_of(v).is_empty());
+    // A report of an empty conference that made composites: the mixer's first reports,
+    // before anyone joined (a slow start on a loaded machine), are empty too.
+    let m = mixer.wait_for(T, |v| {
+        v["event"] == "mixer" && members_of(v).is_empty() && count(v, "composites") > 0
+    });
     assert_eq!(count(&m, "dropped"), 0, "{m}");
-    assert!(count(&m, "composites") > 0, "{m}");
 }
 
 #[test]
