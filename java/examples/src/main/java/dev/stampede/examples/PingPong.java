@@ -134,8 +134,11 @@ public final class PingPong {
         return (double[]) out.get();
     }
 
+    /** Unrecorded round trips first: the Rust benchmark's tenth (at least 10), and at least
+     * 1000 so that the JIT has compiled the loop (a JVM's steady state, as JMH's warm-up
+     * iterations give it). */
     static int warmup(int roundTrips) {
-        return Math.max(10, roundTrips / 10);
+        return Math.max(1000, roundTrips / 10);
     }
 
     /** The child JVM: the same java, class path and native settings as this one. */
