@@ -74,12 +74,20 @@ bench: python java
 	$(PY) bench/python_bench.py --out bench-results/python.json
 	$(CARGO) run --release -p stampede-conference -- bench --out bench-results/conference.json
 	@$(MAKE) --no-print-directory bench-java
+	@$(MAKE) --no-print-directory bench-experiments
 
 # The Java face's Experiment 3: Java, Rust and Java-socket ping-pong in one run (docs/java.md).
 .PHONY: bench-java
 bench-java: python java
 	$(CARGO) build --release -p stampede-net-bench
 	JAVA_HOME=$(JAVA_HOME_FOR_FFM) $(PY) bench/java_bench.py --out bench-results/java.json
+
+# D-Stampede's Experiments 2 (C) and 3 (Java): latency by payload with the producer on an end
+# device and the consumer in the paper's three places, each against TCP in the same language
+# (docs/java.md). `c` builds target/c/experiment.
+.PHONY: bench-experiments
+bench-experiments: python java c
+	JAVA_HOME=$(JAVA_HOME_FOR_FFM) $(PY) bench/experiments_bench.py --out bench-results/experiments.json
 
 # The C API: libstampede_c.{a,so} from cargo, the examples and the C test runner linked
 # statically against it. The runner also runs under AddressSanitizer, whose leak checker
