@@ -110,8 +110,10 @@ public final class Experiment {
             return o;
         }
 
+        /** A tenth of the items (at least 10), and at least 1000 so that the JIT has compiled
+         * the loop before anything is recorded (as PingPong does). */
         int warmup() {
-            return Math.max(10, items / 10);
+            return Math.max(1000, items / 10);
         }
 
         String connect() {
