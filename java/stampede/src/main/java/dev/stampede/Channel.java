@@ -1,6 +1,5 @@
 package dev.stampede;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.LongConsumer;
 
@@ -30,16 +29,7 @@ public final class Channel extends Container {
 
     /** The channel's counters (zero for a channel another address space owns). */
     public ChannelStats stats() {
-        MemorySegment p = res.enter();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(Layouts.CHANNEL_STATS);
-            Status.check((int) Native.CHANNEL_STATS.invokeExact(p, out));
-            return ChannelStats.read(out);
-        } catch (Throwable t) {
-            throw Native.fail(t);
-        } finally {
-            res.leave();
-        }
+        return counters(Layouts.CHANNEL_STATS, Native.CHANNEL_STATS, ChannelStats::read);
     }
 
     @Override

@@ -65,25 +65,7 @@ public final class ChannelOutput extends Connection<Channel> {
         MemorySegment p = res.enter();
         MemorySegment it = item.res.enter();
         try {
-            if (timeoutMs == 0) {
-                int s = raw(p, ts, it, consumers, 0, MemorySegment.NULL);
-                if (s != 0) {
-                    throw StampedeException.last(Status.of(s), ts, item);
-                }
-                return;
-            }
-            if (Thread.currentThread().isVirtual()) {
-                // A stop flag set beforehand makes the put a try: stored (or, for another
-                // space's channel, sent) if it need not wait, else nothing happens.
-                int s = raw(p, ts, it, consumers, timeoutMs, Waits.raisedFlag());
-                if (s == 0) {
-                    return;
-                }
-                if (s != Status.INTERRUPTED.code()) {
-                    throw StampedeException.last(Status.of(s), ts, item);
-                }
-            }
-            Waits.whole(stop -> raw(p, ts, it, consumers, timeoutMs, stop),
+            Waits.put(timeoutMs, (ms, stop) -> raw(p, ts, it, consumers, ms, stop),
                     s -> StampedeException.last(Status.of(s), ts, item));
         } finally {
             item.res.leave();

@@ -1,8 +1,11 @@
 package dev.stampede;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.ref.Cleaner;
+import java.util.function.Function;
 
 /** Base of every public handle: an {@link AutoCloseable} over one {@link Resource}. */
 abstract class Handle implements AutoCloseable {
@@ -24,6 +27,21 @@ abstract class Handle implements AutoCloseable {
     @Override
     public void close() {
         cleanable.clean();
+    }
+
+    /** Counters: {@code fill(handle, out)} (an {@code stp_*_stats} call) writes a struct of
+     * {@code layout}, which {@code read} turns into a record. */
+    <T> T counters(StructLayout layout, MethodHandle fill, Function<MemorySegment, T> read) {
+        MemorySegment p = res.enter();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(layout);
+            Status.check((int) fill.invokeExact(p, out));
+            return read.apply(out);
+        } catch (Throwable t) {
+            throw Native.fail(t);
+        } finally {
+            res.leave();
+        }
     }
 
     /** Whether {@link #close()} was called. */

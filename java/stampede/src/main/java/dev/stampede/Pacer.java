@@ -98,16 +98,8 @@ public final class Pacer extends Handle {
 
     /** The pacer's counters. */
     public Stats stats() {
-        MemorySegment p = res.enter();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(Layouts.PACER_STATS);
-            Status.check((int) Native.PACER_STATS.invokeExact(p, out));
-            return new Stats(out.get(JAVA_LONG, 0), out.get(JAVA_LONG, 8), out.get(JAVA_LONG, 16),
-                    out.get(JAVA_LONG, 24));
-        } catch (Throwable t) {
-            throw Native.fail(t);
-        } finally {
-            res.leave();
-        }
+        return counters(Layouts.PACER_STATS, Native.PACER_STATS, out -> new Stats(
+                out.get(JAVA_LONG, 0), out.get(JAVA_LONG, 8), out.get(JAVA_LONG, 16),
+                out.get(JAVA_LONG, 24)));
     }
 }

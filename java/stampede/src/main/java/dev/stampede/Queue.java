@@ -1,6 +1,5 @@
 package dev.stampede;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.function.LongConsumer;
 
@@ -29,16 +28,7 @@ public final class Queue extends Container {
 
     /** The queue's counters (zero for a queue another address space owns). */
     public QueueStats stats() {
-        MemorySegment p = res.enter();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(Layouts.QUEUE_STATS);
-            Status.check((int) Native.QUEUE_STATS.invokeExact(p, out));
-            return QueueStats.read(out);
-        } catch (Throwable t) {
-            throw Native.fail(t);
-        } finally {
-            res.leave();
-        }
+        return counters(Layouts.QUEUE_STATS, Native.QUEUE_STATS, QueueStats::read);
     }
 
     @Override

@@ -46,19 +46,7 @@ public final class QueueOutput extends Connection<Queue> {
         MemorySegment it = item.res.enter();
         try (Frame f = Frame.open()) {
             MemorySegment ticket = f.mem.asSlice(0, 8);
-            if (timeoutMs == 0 || Thread.currentThread().isVirtual()) {
-                // No wait, or on a virtual thread a try first (a stop flag set beforehand
-                // stops the put before it would wait).
-                int s = raw(p, ts, it, timeoutMs,
-                        timeoutMs == 0 ? MemorySegment.NULL : Waits.raisedFlag(), ticket);
-                if (s == 0) {
-                    return ticket.get(JAVA_LONG, 0);
-                }
-                if (timeoutMs == 0 || s != Status.INTERRUPTED.code()) {
-                    throw StampedeException.last(Status.of(s), ts, item);
-                }
-            }
-            Waits.whole(stop -> raw(p, ts, it, timeoutMs, stop, ticket),
+            Waits.put(timeoutMs, (ms, stop) -> raw(p, ts, it, ms, stop, ticket),
                     s -> StampedeException.last(Status.of(s), ts, item));
             return ticket.get(JAVA_LONG, 0);
         } finally {

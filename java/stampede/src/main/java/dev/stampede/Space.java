@@ -97,16 +97,7 @@ public final class Space extends Runtime {
 
     /** This address space's counters. */
     public SpaceStats stats() {
-        MemorySegment r = res.enter();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(Layouts.SPACE_STATS);
-            Status.check((int) Native.RUNTIME_SPACE_STATS.invokeExact(r, out));
-            return SpaceStats.read(out);
-        } catch (Throwable t) {
-            throw Native.fail(t);
-        } finally {
-            res.leave();
-        }
+        return counters(Layouts.SPACE_STATS, Native.RUNTIME_SPACE_STATS, SpaceStats::read);
     }
 
     @Override

@@ -152,6 +152,39 @@ final class Waits {
         }
     }
 
+    /** A put: {@code call(timeoutMs, stop)} makes it and returns the C status. */
+    interface Put {
+        int call(long timeoutMs, MemorySegment stop);
+    }
+
+    /**
+     * Makes a put that waits at most {@code timeoutMs}: at once when it may not wait; on a
+     * virtual thread first as a try (a stop flag set beforehand stops the put before it would
+     * wait: stored, or sent on its way to another space, if it need not); otherwise, or when
+     * the try would have waited, as one whole wait ({@link #whole}). {@code fail} makes the
+     * exception of a failed status.
+     */
+    static void put(long timeoutMs, Put put, java.util.function.IntFunction<RuntimeException> fail)
+            throws InterruptedException {
+        if (timeoutMs == 0) {
+            int s = put.call(0, MemorySegment.NULL);
+            if (s != 0) {
+                throw fail.apply(s);
+            }
+            return;
+        }
+        if (Thread.currentThread().isVirtual()) {
+            int s = put.call(timeoutMs, raisedFlag());
+            if (s == 0) {
+                return;
+            }
+            if (s != Status.INTERRUPTED.code()) {
+                throw fail.apply(s);
+            }
+        }
+        whole(stop -> put.call(timeoutMs, stop), fail);
+    }
+
     /** A call that waits as a whole: {@code status(stop)} returns the C status. */
     interface Whole {
         int call(MemorySegment stop);
