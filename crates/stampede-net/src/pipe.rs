@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use stampede_core::provider::{Put, PutHold};
-use stampede_core::{Item, PutError, PutErrorKind, Timestamp, ZoneId, INFINITY};
+use stampede_core::{Item, PutError, PutErrorKind, Timestamp, Wait, ZoneId, INFINITY};
 use zenoh::Wait as _;
 
 use crate::space::{lock, Shared};
@@ -26,7 +26,8 @@ const WINDOW_ITEMS: usize = 1024;
 /// ...and at most this many bytes (one larger item may always go alone). A window of 64
 /// items held 64 KiB streams to half the rate of this one (measured by `make bench`).
 const WINDOW_BYTES: usize = 32 << 20;
-/// How often a put waiting for a credit asks its interrupt check.
+/// How often a put waiting for a credit, or for the puts on their way, asks its interrupt
+/// check.
 const POLL: Duration = Duration::from_millis(50);
 /// The own puts remembered for duplicates: an older duplicate is the owner's to refuse.
 const REMEMBERED: usize = 4096;
@@ -269,25 +270,76 @@ impl Pipe {
     }
 
     /// Waits until nothing is in flight (or `limit` passed); reports one refusal.
-    pub(crate) fn flush(&self, limit: Option<Duration>) -> Result<(), PutError> {
-        let mut st = self.settle(limit);
+    pub(crate) fn flush(&self, sh: &Shared, limit: Option<Duration>) -> Result<(), PutError> {
+        let mut st = self.settle(sh, limit, None).expect("never interrupted");
         st.refused.pop_front().map_or(Ok(()), Err)
     }
 
-    /// Waits until nothing is in flight (or `limit` passed).
-    fn settle(&self, limit: Option<Duration>) -> MutexGuard<'_, State> {
-        let deadline = limit.map(|l| Instant::now() + l);
+    /// Before a put that waits for its answer, which follows the ones on their way: waits
+    /// for them only as `p`'s own wait and interrupt check allow, and returns `p` with the
+    /// wait left. One still in flight then fails it unsent, as a put into a full channel (or
+    /// interrupted); so does a refusal they met, as a flush reports it.
+    pub(crate) fn settle_for<'a>(&self, sh: &Shared, mut p: Put<'a>) -> Result<Put<'a>, PutError> {
+        let start = Instant::now();
+        let limit = match p.wait {
+            Wait::Never => Some(Duration::ZERO),
+            Wait::For(d) => Some(d),
+            Wait::Forever => None,
+        };
+        let Some(mut st) = self.settle(sh, limit, p.interrupted) else {
+            return Err(PutError::new(PutErrorKind::Interrupted, p.ts, p.item));
+        };
+        if let Some(e) = st.refused.pop_front() {
+            return Err(e.with_unsent(p.ts, p.item));
+        }
+        if !st.flight.is_empty() {
+            // The owner holds an earlier put for room: none for this one either.
+            return Err(PutError::new(PutErrorKind::Full, p.ts, p.item));
+        }
+        drop(st);
+        if let Wait::For(d) = p.wait {
+            p.wait = Wait::For(d.saturating_sub(start.elapsed()));
+        }
+        Ok(p)
+    }
+
+    /// Waits until nothing is in flight (or `limit` passed); `None` once `interrupted`,
+    /// asked before every wait of at most [`POLL`], says to stop first.
+    fn settle(
+        &self,
+        sh: &Shared,
+        limit: Option<Duration>,
+        interrupted: Option<&dyn Fn() -> bool>,
+    ) -> Option<MutexGuard<'_, State>> {
+        let start = Instant::now();
         let mut st = self.state();
         while !st.flight.is_empty() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            let left = limit.map(|l| l.saturating_sub(start.elapsed()));
+            if left == Some(Duration::ZERO) {
                 break;
+            }
+            if let Some(stop) = interrupted {
+                // With no lock held, as the core promises the check.
+                drop(st);
+                if stop() {
+                    return None;
+                }
+                st = self.state();
+                if st.flight.is_empty() {
+                    break;
+                }
+            }
+            if start.elapsed() >= POLL {
+                // Unanswered for a while: the owner holds them for room, which may come
+                // only once this space's raised mark reaches it (as for a credit).
+                sh.hurry_marks(self.zone);
             }
             st = self
                 .changed
-                .wait_timeout(st, POLL)
+                .wait_timeout(st, left.map_or(POLL, |l| l.min(POLL)))
                 .map_or_else(|e| e.into_inner().0, |(g, _)| g);
         }
-        st
+        Some(st)
     }
 
     /// The channel this pipe puts into.
@@ -307,8 +359,8 @@ impl Pipe {
 
     /// Waits until this connection's puts are answered, before a close this space sends:
     /// a put made before the close is stored before it, as in sequential code.
-    pub(crate) fn before_close(&self, limit: Duration) {
-        drop(self.settle(Some(limit)));
+    pub(crate) fn before_close(&self, sh: &Shared, limit: Duration) {
+        drop(self.settle(sh, Some(limit), None));
     }
 
     /// This space closed the channel: later puts fail at once.
@@ -320,7 +372,7 @@ impl Pipe {
     /// refused and never reported. Returns how many puts that was.
     pub(crate) fn close(&self, sh: &Shared, limit: Duration) -> usize {
         let mut n = 0;
-        while let Err(e) = self.flush(Some(limit)) {
+        while let Err(e) = self.flush(sh, Some(limit)) {
             tracing::warn!(owner = self.owner, "{e}, found as the connection detached");
             n += 1;
         }

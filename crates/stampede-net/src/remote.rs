@@ -303,7 +303,7 @@ impl Backend for Remote {
             .filter(|p| p.feeds(self.rec.container))
             .collect();
         for p in &pipes {
-            p.before_close(self.sh.cfg.op_timeout);
+            p.before_close(&self.sh, self.sh.cfg.op_timeout);
         }
         let req = Request::Close {
             container: self.rec.container,
@@ -772,15 +772,13 @@ impl RemoteLink {
 
 impl Link for RemoteLink {
     fn put(&self, p: Put<'_>) -> Result<u64, PutError> {
-        if let Some(pipe) = &self.pipe {
-            if !p.sync && p.wait == Wait::Forever {
-                return pipe.put(self.sh(), p);
-            }
-            // A put that waits for its answer follows the ones on their way.
-            if let Err(e) = pipe.flush(None) {
-                return Err(e.with_unsent(p.ts, p.item));
-            }
-        }
+        let p = match &self.pipe {
+            Some(pipe) if !p.sync && p.wait == Wait::Forever => return pipe.put(self.sh(), p),
+            // A put that waits for its answer follows the ones on their way, waiting for them
+            // no longer than for room.
+            Some(pipe) => pipe.settle_for(self.sh(), p)?,
+            None => p,
+        };
         let wi = WireItem {
             tag: p.item.tag(),
             data: p.item.wire().clone(),
@@ -884,7 +882,9 @@ impl Link for RemoteLink {
     }
 
     fn flush(&self) -> Result<(), PutError> {
-        self.pipe.as_ref().map_or(Ok(()), |p| p.flush(None))
+        self.pipe
+            .as_ref()
+            .map_or(Ok(()), |p| p.flush(self.sh(), None))
     }
 
     fn loan(&self, len: usize) -> Option<Box<dyn stampede_core::LoanBuffer>> {

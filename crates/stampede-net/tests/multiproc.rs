@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use common::{app, eventually, free_port, Proc};
 use stampede_core::{
-    Channel, Container, ContainerOptions, DType, GetError, NdArray, PutErrorKind, Queue, Register,
-    Selector, StmError, Task, Timestamp, ZoneId, INFINITY,
+    Channel, Container, ContainerOptions, DType, GetError, NdArray, PutErrorKind, PutOptions,
+    Queue, Register, Selector, StmError, Task, Timestamp, ZoneId, INFINITY,
 };
 use stampede_net::{Config, NetError, Space};
 
@@ -1384,6 +1384,79 @@ fn pipelined_put_refusals_surface_at_the_documented_points() {
     out.flush().unwrap();
     assert_eq!(space.stats().puts_refused, 2);
     drop((ot, theirs));
+    other.leave();
+}
+
+/// A put that waits for its answer follows the pipelined puts on their way, but waits for
+/// them only as its own wait allows: while the owner holds one for room, a try is full at
+/// once, a timed put full after its timeout, an interrupted one stops; none of them is sent.
+#[test]
+fn puts_behind_a_held_pipelined_put_keep_their_own_wait() {
+    let (space, ep, app) = router("held");
+    let ch = space
+        .channel(ContainerOptions::bounded(1).name("held"))
+        .unwrap();
+    // Consumes nothing until told: the channel stays full.
+    let reader = space.task(INFINITY).unwrap();
+    let input = reader.attach_input(&ch).unwrap();
+    let other = Space::join(&app, peer_of(&ep)).unwrap();
+    let remote = other.lookup_channel("held", T).unwrap();
+    let t = other.task(0).unwrap();
+    let out = t.attach_output(&remote).unwrap();
+    let once = PutOptions::default().consumers(1);
+    out.put_with(1, "A", once).unwrap();
+    // Sent once A is stored; the owner holds it for room.
+    out.put_with(2, "B", once).unwrap();
+    let patience = Duration::from_secs(2);
+    let start = Instant::now();
+    let e = out.try_put(3, "C").unwrap_err();
+    assert!(
+        start.elapsed() < patience,
+        "try_put took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(e.kind(), PutErrorKind::Full);
+    assert_eq!(e.into_item().as_str(), Some("C"));
+    let start = Instant::now();
+    let e = out
+        .put_timeout(4, "D", Duration::from_millis(300))
+        .unwrap_err();
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < patience,
+        "took {took:?}"
+    );
+    assert_eq!(e.kind(), PutErrorKind::Full);
+    assert_eq!(e.into_item().as_str(), Some("D"));
+    let start = Instant::now();
+    let stop = start + Duration::from_millis(200);
+    let e = out
+        .put_interruptible(5, "E", PutOptions::default().sync(true), &|| {
+            Instant::now() >= stop
+        })
+        .unwrap_err();
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(200) && took < patience,
+        "took {took:?}"
+    );
+    assert_eq!(e.kind(), PutErrorKind::Interrupted);
+    assert_eq!(e.into_item().as_str(), Some("E"));
+    // Room: B is stored, and so is a later put.
+    let (ts, a) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+    assert_eq!((ts, a.as_str()), (1, Some("A")));
+    input.consume(1).unwrap();
+    let (ts, b) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+    assert_eq!((ts, b.as_str()), (2, Some("B")));
+    input.consume(2).unwrap();
+    out.flush().unwrap();
+    out.put_timeout(6, "F", T).unwrap();
+    let (ts, f) = input.get_timeout(Selector::NextUnseen, T).unwrap();
+    assert_eq!((ts, f.as_str()), (6, Some("F")));
+    let ch = local(&ch);
+    assert_eq!(ch.stats().puts, 3, "only A, B and F were stored");
+    assert_eq!(ch.timestamps(), vec![6]);
+    drop((out, t, remote));
     other.leave();
 }
 
