@@ -51,7 +51,7 @@ test-loom:
 		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
 # The conference test runs the mixer binary and the C participant next to the Python one.
-test-python: python lint-python c conference
+test-python: python lint-python c conference java
 	$(PY) -m pytest -q
 
 lint-python: python

@@ -1,9 +1,9 @@
-"""The three-language video conference: the Rust mixer with a C and a Python participant.
+"""The four-language video conference: the Rust mixer with C, Python and Java participants.
 
 One participant leaves and another joins while it runs; every active display must keep
 receiving composites whose tiles are exactly the active participants, each tile holding that
-participant's frame for the composite's timestamp. The binaries come from ``make c`` and
-``cargo build --release -p stampede-conference`` (both run by ``make test``).
+participant's frame for the composite's timestamp. The binaries come from ``make c``,
+``make java`` and ``cargo build --release -p stampede-conference`` (all run by ``make test``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -25,9 +26,50 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MIXER = ROOT / "target" / "release" / "stampede-conference"
 C_PARTICIPANT = ROOT / "target" / "c" / "conference_participant"
-# Generous: three to five processes share two busy cores.
+C_LIBRARY = ROOT / "target" / "release" / "libstampede_c.so"
+JAVA_CLASSES = [ROOT / "target" / "java" / "stampede" / "classes",
+                ROOT / "target" / "java" / "examples" / "classes"]
+JAVA_PARTICIPANT = "dev.stampede.examples.ConferenceParticipant"
+# The Java face needs Java 22 or later; as in the Makefile, JAVA_HOME is used when it is one.
+JDK_FALLBACK = pathlib.Path("/usr/lib/jvm/temurin-25-jdk-amd64")
+# Generous: four to six processes share two busy cores.
 DEADLINE = 60.0
 COMMON = ["--fps", "10", "--size-kb", "8", "--report-ms", "200"]
+
+
+def java_major(home: pathlib.Path) -> int:
+    """The feature version of the JDK at ``home`` (from its ``release`` file), 0 if none."""
+    try:
+        text = (home / "release").read_text()
+    except OSError:
+        return 0
+    m = re.search(r'^JAVA_VERSION="(?:1\.)?(\d+)', text, re.MULTILINE)
+    return int(m.group(1)) if m and (home / "bin" / "java").exists() else 0
+
+
+def java_binary() -> pathlib.Path | None:
+    """``java`` of ``$JAVA_HOME`` if it is Java 22 or later, else of the JDK beside the default."""
+    homes = [pathlib.Path(h) for h in [os.environ.get("JAVA_HOME")] if h]
+    homes += [JDK_FALLBACK, *sorted(pathlib.Path("/usr/lib/jvm").glob("*"))]
+    for home in homes:
+        if java_major(home) >= 22:
+            return home / "bin" / "java"
+    return None
+
+
+def java_command() -> list[str]:
+    """How to run the Java participant; fails the test if it is not built."""
+    java = java_binary()
+    assert java is not None, "no JDK 22 or later found for the Java participant (set JAVA_HOME)"
+    built = [JAVA_CLASSES[0] / "dev" / "stampede" / "Space.class",
+             JAVA_CLASSES[1] / "dev" / "stampede" / "examples" / "ConferenceParticipant.class",
+             C_LIBRARY]
+    missing = [str(p) for p in built if not p.exists()]
+    assert not missing, f"{', '.join(missing)} missing: make java"
+    return [
+        str(java), "--enable-native-access=ALL-UNNAMED", f"-Dstampede.library={C_LIBRARY}",
+        "-cp", os.pathsep.join(str(p) for p in JAVA_CLASSES), JAVA_PARTICIPANT,
+    ]
 
 
 def free_port() -> int:
@@ -116,13 +158,15 @@ def composites(p: Proc) -> int:
     return int(d[-1]["composites"]) if d else 0
 
 
-def test_mixer_with_c_and_python_participants_through_leave_and_join(
+def test_mixer_with_c_python_and_java_participants_through_leave_and_join(
     procs: list[Proc],
 ) -> None:
     assert MIXER.exists(), f"{MIXER} is missing: cargo build --release -p stampede-conference"
     assert C_PARTICIPANT.exists(), f"{C_PARTICIPANT} is missing: make c"
+    java = java_command()
     endpoint = f"tcp/127.0.0.1:{free_port()}"
     app = f"conference-test-{os.getpid()}"
+    join = ["--connect", endpoint, "--app", app]
 
     def start(name: str, argv: list[str]) -> Proc:
         p = Proc(name, argv)
@@ -130,36 +174,36 @@ def test_mixer_with_c_and_python_participants_through_leave_and_join(
         return p
 
     start("mixer", [str(MIXER), "mixer", "--listen", endpoint, "--app", app])
-    c1 = start(
-        "c#1", [str(C_PARTICIPANT), "--connect", endpoint, "--app", app, "--id", "1", *COMMON]
-    )
+    c1 = start("c#1", [str(C_PARTICIPANT), *join, "--id", "1", *COMMON])
     py2 = start(
-        "python#2",
-        [sys.executable, "-m", "stampede.conference", "--connect", endpoint, "--app", app,
-         "--id", "2", *COMMON],
+        "python#2", [sys.executable, "-m", "stampede.conference", *join, "--id", "2", *COMMON]
     )
-    wait_until("both displays to show [1, 2]",
-               lambda: showing(c1, [1, 2]) and showing(py2, [1, 2]), procs)
+    java3 = start("java#3", [*java, *join, "--id", "3", *COMMON])
+    wait_until("every display to show [1, 2, 3]",
+               lambda: all(showing(p, [1, 2, 3]) for p in (c1, py2, java3)), procs)
 
-    # Participant 1 leaves: the Python display goes on, with only its own tile.
+    # Participant 1 leaves: the others go on, with only their own tiles.
     assert c1.stop() == 0, c1.stderr()
-    left_at = composites(py2)
-    wait_until("python#2 to show [2]", lambda: showing(py2, [2], left_at), procs)
+    left_at = {p.name: composites(p) for p in (py2, java3)}
+    wait_until("python#2 and java#3 to show [2, 3]",
+               lambda: all(showing(p, [2, 3], left_at[p.name]) for p in (py2, java3)), procs)
 
-    # Participant 3 (C) joins while it runs.
-    c3 = start(
-        "c#3", [str(C_PARTICIPANT), "--connect", endpoint, "--app", app, "--id", "3", *COMMON]
+    # Participant 4 (C) joins while it runs.
+    c4 = start("c#4", [str(C_PARTICIPANT), *join, "--id", "4", *COMMON])
+    joined_at = {p.name: composites(p) for p in (py2, java3)}
+    wait_until(
+        "every display to show [2, 3, 4]",
+        lambda: all(showing(p, [2, 3, 4], joined_at.get(p.name, 0)) for p in (py2, java3, c4)),
+        procs,
     )
-    joined_at = composites(py2)
-    wait_until("both displays to show [2, 3]",
-               lambda: showing(py2, [2, 3], joined_at) and showing(c3, [2, 3]), procs)
 
-    # Both active displays keep receiving.
-    before = {p.name: composites(p) for p in (py2, c3)}
+    # Every active display keeps receiving.
+    active = (py2, java3, c4)
+    before = {p.name: composites(p) for p in active}
     wait_until("more composites at every active display",
-               lambda: all(composites(p) > before[p.name] + 3 for p in (py2, c3)), procs)
+               lambda: all(composites(p) > before[p.name] + 3 for p in active), procs)
 
-    for p in (c3, py2):
+    for p in (c4, java3, py2):
         assert p.stop() == 0, f"{p.name}: {p.stderr()}"
         summary = [r for r in p.lines if r.get("event") == "summary"]
         assert summary, f"{p.name} printed no summary"
