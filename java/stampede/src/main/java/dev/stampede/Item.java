@@ -17,8 +17,8 @@ import java.util.Arrays;
  * An item: the immutable value of a put or a get — bytes, text, an n-dimensional array, or a
  * marshalled value of a named type. Items are shared, not copied: a get returns the stored
  * bytes, which {@link #segment()} and {@link #buffer()} show without copying. Close an item
- * (or let the cleaner do it) to release it; a view taken from it keeps the stored bytes alive
- * for as long as the view is reachable.
+ * (or let the cleaner do it) to release it: {@link #segment()} views end with it, while a view
+ * from {@link #segment(Arena)} holds the bytes until its arena closes.
  * {@link #bytes()}, {@link #text()} and the array accessors make one copy.
  */
 public final class Item extends Handle {
@@ -35,7 +35,7 @@ public final class Item extends Handle {
 
     /** The stored bytes, in global scope: read only between enter and leave. */
     private MemorySegment raw;
-    private volatile MemorySegment view;
+    private volatile Arena views;
 
     private Item(MemorySegment ptr) {
         super(ptr, Native.ITEM_FREE, "item", null, 0);
@@ -212,25 +212,42 @@ public final class Item extends Handle {
     }
 
     /**
-     * A read-only view of the stored bytes, without copying. The view holds the stored bytes
-     * itself, as a numpy view holds its base: it stays valid after the item is closed, and
-     * the bytes are released once neither the item nor any view of it is reachable.
+     * A read-only view of the stored bytes, without copying, valid until the item is closed
+     * (or released unreachable); afterwards it fails with {@link IllegalStateException}
+     * instead of reading freed memory. Closing an item that gave out such a view costs a
+     * thread handshake (tens of microseconds); {@link #segment(Arena)} avoids it.
      */
     public MemorySegment segment() {
-        MemorySegment v = view;
-        if (v != null) {
-            return v;
-        }
         MemorySegment p = res.enter();
         try {
-            synchronized (this) {
-                if (view == null) {
-                    MemorySegment hold = Native.cloneItem(p);
-                    view = raw(p).reinterpret(Arena.ofAuto(),
-                            s -> Native.free(Native.ITEM_FREE, hold)).asReadOnly();
+            Arena a = views;
+            if (a == null) {
+                synchronized (this) {
+                    a = views;
+                    if (a == null) {
+                        a = Arena.ofShared();
+                        res.beforeFree(a::close);
+                        views = a;
+                    }
                 }
-                return view;
             }
+            return raw(p).reinterpret(a, null).asReadOnly();
+        } finally {
+            res.leave();
+        }
+    }
+
+    /**
+     * A read-only view of the stored bytes, without copying, that holds them itself for as
+     * long as {@code arena} is open, whether or not the item is closed first. With a
+     * confined arena this is the cheapest view to release.
+     */
+    public MemorySegment segment(Arena arena) {
+        MemorySegment p = res.enter();
+        try {
+            MemorySegment hold = Native.cloneItem(p);
+            return raw(p).reinterpret(arena, s -> Native.free(Native.ITEM_FREE, hold))
+                    .asReadOnly();
         } finally {
             res.leave();
         }

@@ -69,7 +69,7 @@ class ItemTest {
     }
 
     @Test
-    void views_share_the_stored_bytes_and_outlive_the_item() throws Exception {
+    void views_share_the_stored_bytes_and_end_with_the_item_or_their_arena() throws Exception {
         try (Runtime rt = new Runtime()) {
             Channel ch = rt.channel();
             ChannelOutput out = rt.task(0).attachOutput(ch);
@@ -88,9 +88,19 @@ class ItemTest {
             assertEquals(40, buf.getInt(12));
             assertThrows(IllegalArgumentException.class,
                     () -> vx.set(ValueLayout.JAVA_INT_UNALIGNED, 0, 1));
-            x.close();
-            assertEquals(10, vx.get(ValueLayout.JAVA_INT_UNALIGNED, 0), "the view holds the bytes");
-            assertThrows(IllegalStateException.class, () -> x.item().bytes());
+            MemorySegment held;
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                held = x.item().segment(arena);
+                assertEquals(vx.address(), held.address());
+                x.close();
+                assertThrows(IllegalStateException.class,
+                        () -> vx.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
+                assertThrows(IllegalStateException.class, () -> x.item().bytes());
+                assertEquals(10, held.get(ValueLayout.JAVA_INT_UNALIGNED, 0),
+                        "a view of an arena holds the bytes");
+            }
+            assertThrows(IllegalStateException.class,
+                    () -> held.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
             assertEquals(10, vy.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
             y.close();
         }

@@ -52,7 +52,13 @@ class LeakTest {
                 Item item = Item.of(payload);
                 out.put(ts, item);
                 Stamped s = in.get(ts);
-                s.item().segment();
+                if (close) {
+                    try (Arena a = Arena.ofConfined()) {
+                        s.item().segment(a).get(ValueLayout.JAVA_BYTE, 0);
+                    }
+                } else if (i % 100 == 0) {
+                    s.item().segment().get(ValueLayout.JAVA_BYTE, 0);
+                }
                 in.consume(ts);
                 p.setVirtualTime(ts + 1);
                 c.setVirtualTime(ts + 1);
