@@ -50,7 +50,7 @@ test-loom:
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
 		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
-# The conference test runs the mixer binary and the C participant next to the Python one.
+# The conference test runs the mixer binary with the C, Python and Java participants.
 test-python: python lint-python c conference java
 	$(PY) -m pytest -q
 
