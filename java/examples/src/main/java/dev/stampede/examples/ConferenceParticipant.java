@@ -196,10 +196,14 @@ public final class ConferenceParticipant {
         long rows = shape[0] / h;
         long cols = shape[1] / w;
         long stride = shape[1] * 3;
-        // A copy, not item.segment(): a view keeps its native bytes until the garbage
-        // collector finds it unreachable, and an unpaced display would pile up hundreds of MB
-        // of composites between collections.
-        MemorySegment px = MemorySegment.ofArray(item.bytes());
+        // The stored composite itself, without a copy, released when this check ends.
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            return countBad(item.segment(arena), ts, h, w, rows, cols, stride, members);
+        }
+    }
+
+    private static long countBad(MemorySegment px, long ts, long h, long w, long rows, long cols,
+                                 long stride, List<Long> members) {
         long bad = 0;
         for (long r = 0; r < rows; r++) {
             for (long c = 0; c < cols; c++) {
