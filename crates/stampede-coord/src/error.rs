@@ -1,0 +1,120 @@
+//! What a graph reports when it cannot finish, and what a step returns.
+
+use std::fmt;
+
+use crate::tag::Tag;
+
+/// Why a step did not complete. Steps return it with `?` from
+/// [`StepCtx::get`](crate::StepCtx::get) or make their own with [`StepError::failed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepError {
+    /// A get found no item yet: the step runs again once it arrives. Returned by gets only.
+    Missing,
+    /// The step failed; the graph fails with this message.
+    Failed(String),
+}
+
+impl StepError {
+    /// A failure with `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        StepError::Failed(message.into())
+    }
+}
+
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepError::Missing => f.write_str("an item the step gets is not there yet"),
+            StepError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for StepError {}
+
+/// A get nothing will ever answer: what a graph that cannot make progress waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmet {
+    /// The item collection.
+    pub collection: String,
+    /// The tag nobody put.
+    pub tag: Tag,
+    /// The step instances waiting for it, as `(step collection, tag)`.
+    pub waiting: Vec<(String, Tag)>,
+}
+
+/// Why [`Graph::wait`](crate::Graph::wait) did not reach a clean end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// A step failed (returned [`StepError::Failed`] or panicked).
+    StepFailed {
+        /// The step collection.
+        step: String,
+        /// The instance's tag.
+        tag: Tag,
+        /// What it said.
+        message: String,
+    },
+    /// A second put of a tag into an item collection (items are written once).
+    DuplicatePut {
+        /// The item collection.
+        collection: String,
+        /// The tag.
+        tag: Tag,
+        /// Who put it the second time: a step collection, or `"environment"`.
+        by: String,
+    },
+    /// A get of an item freed after its declared number of gets.
+    Freed {
+        /// The item collection.
+        collection: String,
+        /// The tag.
+        tag: Tag,
+        /// The step collection that got it once too often.
+        step: String,
+    },
+    /// Nothing can run and step instances still wait: each unmet get, with its waiters.
+    Deadlock(Vec<Unmet>),
+}
+
+impl fmt::Display for GraphError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GraphError::StepFailed { step, tag, message } => {
+                write!(f, "step {step}{tag} failed: {message}")
+            }
+            GraphError::DuplicatePut {
+                collection,
+                tag,
+                by,
+            } => {
+                write!(
+                    f,
+                    "{by} put {collection}{tag} a second time (items are written once)"
+                )
+            }
+            GraphError::Freed {
+                collection,
+                tag,
+                step,
+            } => write!(
+                f,
+                "step {step} got {collection}{tag} after its last declared get freed it"
+            ),
+            GraphError::Deadlock(unmet) => {
+                write!(f, "no step can run, and {} gets are unmet:", unmet.len())?;
+                for u in unmet.iter().take(10) {
+                    write!(f, " {}{} (wanted by", u.collection, u.tag)?;
+                    for (s, t) in u.waiting.iter().take(3) {
+                        write!(f, " {s}{t}")?;
+                    }
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for GraphError {}

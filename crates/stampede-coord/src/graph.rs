@@ -1,0 +1,365 @@
+//! A Concurrent Collections graph: its collections, the environment's puts and gets, the
+//! scheduling of step instances on the executor, and quiescence.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use stampede_core::Item;
+
+use crate::error::{GraphError, StepError};
+use crate::executor::{Executor, TraceEvent};
+use crate::items::{ItemCollection, Slot, Waiter};
+use crate::steps::{Instance, PendingPut, StepCollection, StepCtx, StepsInner, TagCollection};
+use crate::tag::Tag;
+
+pub(crate) struct GraphInner {
+    exec: Executor,
+    /// Instances scheduled or running: the graph is quiet when none is.
+    outstanding: AtomicUsize,
+    /// The first failure; later ones are dropped.
+    failure: Mutex<Option<GraphError>>,
+    quiet_lock: Mutex<()>,
+    quiet: Condvar,
+    items: Mutex<Vec<ItemCollection>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A Concurrent Collections graph on an executor. Declare its collections, prescribe steps,
+/// put the initial items and tags (the environment), then [`wait`](Graph::wait) for it to
+/// finish and read the results. Cheap to clone.
+#[derive(Clone)]
+pub struct Graph {
+    inner: Arc<GraphInner>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field(
+                "outstanding",
+                &self.inner.outstanding.load(Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
+impl Graph {
+    /// An empty graph whose steps run on `exec`.
+    pub fn new(exec: Executor) -> Self {
+        Graph {
+            inner: Arc::new(GraphInner {
+                exec,
+                outstanding: AtomicUsize::new(0),
+                failure: Mutex::new(None),
+                quiet_lock: Mutex::new(()),
+                quiet: Condvar::new(),
+                items: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The executor it runs on.
+    pub fn executor(&self) -> &Executor {
+        &self.inner.exec
+    }
+
+    /// A new item collection.
+    pub fn items(&self, name: &str) -> ItemCollection {
+        let c = ItemCollection::new(name);
+        lock(&self.inner.items).push(c.clone());
+        c
+    }
+
+    /// A new tag collection.
+    pub fn tags(&self, name: &str) -> TagCollection {
+        TagCollection::new(name)
+    }
+
+    /// A new step collection running `body` for each prescribed tag. The body gets its inputs
+    /// with [`StepCtx::get`] (returning its [`StepError::Missing`] with `?`), and puts items
+    /// and tags through the context.
+    pub fn steps(
+        &self,
+        name: &str,
+        body: impl Fn(&mut StepCtx, &Tag) -> Result<(), StepError> + Send + Sync + 'static,
+    ) -> StepCollection {
+        StepCollection {
+            inner: Arc::new(StepsInner {
+                name: name.into(),
+                body: Box::new(body),
+                depends: Mutex::new(None),
+                priority: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The environment puts `value` at `tag`.
+    pub fn put(&self, items: &ItemCollection, tag: impl Into<Tag>, value: impl Into<Item>) {
+        let put = PendingPut {
+            items: items.inner.clone(),
+            tag: tag.into(),
+            value: value.into(),
+            gets: None,
+        };
+        self.inner.store(put, "environment");
+    }
+
+    /// The environment puts `value` at `tag`, freed after `gets` gets.
+    pub fn put_counted(
+        &self,
+        items: &ItemCollection,
+        tag: impl Into<Tag>,
+        value: impl Into<Item>,
+        gets: u32,
+    ) {
+        let put = PendingPut {
+            items: items.inner.clone(),
+            tag: tag.into(),
+            value: value.into(),
+            gets: Some(gets),
+        };
+        self.inner.store(put, "environment");
+    }
+
+    /// The environment puts `tag` into `tags`, running the steps it prescribes.
+    pub fn put_tag(&self, tags: &TagCollection, tag: impl Into<Tag>) {
+        self.inner.prescribe(tags, tag.into());
+    }
+
+    /// The item at `tag` now, if put (and not freed): for reading results. Does not count as
+    /// a get.
+    pub fn get(&self, items: &ItemCollection, tag: impl Into<Tag>) -> Option<Item> {
+        match items.inner.slots().get(&tag.into()) {
+            Some(Slot::Present { value, .. }) => Some(value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits until no step instance is scheduled or running. Fails with the first step that
+    /// failed, a second put of an item, a get past an item's declared count, or, when
+    /// instances still wait for items nobody put, [`GraphError::Deadlock`] listing them.
+    pub fn wait(&self) -> Result<(), GraphError> {
+        let inner = &self.inner;
+        let mut g = lock(&inner.quiet_lock);
+        while inner.outstanding.load(Ordering::SeqCst) > 0 {
+            g = inner.quiet.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(g);
+        if let Some(e) = lock(&inner.failure).clone() {
+            return Err(e);
+        }
+        let unmet: Vec<_> = lock(&inner.items)
+            .iter()
+            .flat_map(|c| c.inner.unmet())
+            .collect();
+        if unmet.is_empty() {
+            Ok(())
+        } else {
+            Err(GraphError::Deadlock(unmet))
+        }
+    }
+
+    /// The executor's trace so far (see [`Executor::set_tracing`]).
+    pub fn take_trace(&self) -> Vec<TraceEvent> {
+        self.inner.exec.take_trace()
+    }
+}
+
+impl GraphInner {
+    fn fail(&self, e: GraphError) {
+        let mut f = lock(&self.failure);
+        if f.is_none() {
+            *f = Some(e);
+        }
+    }
+
+    fn failed(&self) -> bool {
+        lock(&self.failure).is_some()
+    }
+
+    /// Stores a put and wakes what waits for it.
+    fn store(self: &Arc<Self>, put: PendingPut, by: &str) {
+        let waiters = {
+            let mut slots = put.items.slots();
+            let slot = slots
+                .entry(put.tag.clone())
+                .or_insert(Slot::Waiting(Vec::new()));
+            if !matches!(slot, Slot::Waiting(_)) {
+                drop(slots);
+                self.fail(GraphError::DuplicatePut {
+                    collection: put.items.name.to_string(),
+                    tag: put.tag,
+                    by: by.to_owned(),
+                });
+                return;
+            }
+            let Slot::Waiting(w) = std::mem::replace(
+                slot,
+                Slot::Present {
+                    value: put.value,
+                    gets_left: put.gets,
+                },
+            ) else {
+                unreachable!("checked above")
+            };
+            w
+        };
+        for w in waiters {
+            match w {
+                Waiter::Rerun(i) => self.schedule(i),
+                Waiter::Input(i) => {
+                    if i.input_arrived() {
+                        self.schedule(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A tag put: an instance of every step collection the tag collection prescribes.
+    fn prescribe(self: &Arc<Self>, tags: &TagCollection, tag: Tag) {
+        if !lock(&tags.inner.seen).insert(tag.clone()) {
+            return;
+        }
+        let steps = lock(&tags.inner.prescribes).clone();
+        for s in steps {
+            let instance = Arc::new(Instance {
+                steps: s.clone(),
+                tag: tag.clone(),
+                inputs_left: AtomicUsize::new(1),
+            });
+            let depends = lock(&s.inner.depends).clone();
+            match depends {
+                None => self.schedule(instance),
+                Some(inputs) => self.await_inputs(instance, &inputs(&tag)),
+            }
+        }
+    }
+
+    /// Dependency tuning: schedules `instance` once every input is there.
+    fn await_inputs(self: &Arc<Self>, instance: Arc<Instance>, inputs: &[(ItemCollection, Tag)]) {
+        instance
+            .inputs_left
+            .fetch_add(inputs.len(), Ordering::AcqRel);
+        for (items, tag) in inputs {
+            let mut slots = items.inner.slots();
+            match slots
+                .entry(tag.clone())
+                .or_insert(Slot::Waiting(Vec::new()))
+            {
+                Slot::Waiting(w) => w.push(Waiter::Input(instance.clone())),
+                // Present, or freed (the step's get then reports it).
+                _ => {
+                    drop(slots);
+                    instance.input_arrived();
+                }
+            }
+        }
+        // The registration's own count.
+        if instance.input_arrived() {
+            self.schedule(instance);
+        }
+    }
+
+    fn schedule(self: &Arc<Self>, instance: Arc<Instance>) {
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+        let graph = self.clone();
+        let priority = instance.steps.priority_of(&instance.tag);
+        self.exec.spawn(priority, move || {
+            graph.run(instance);
+            graph.finished();
+        });
+    }
+
+    fn finished(&self) {
+        if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _g = lock(&self.quiet_lock);
+            self.quiet.notify_all();
+        }
+    }
+
+    /// Runs one instance and applies what it did.
+    fn run(self: &Arc<Self>, instance: Arc<Instance>) {
+        if self.failed() {
+            return;
+        }
+        let steps = instance.steps.inner.clone();
+        let mut ctx = StepCtx {
+            instance,
+            puts: Vec::new(),
+            tag_puts: Vec::new(),
+            gets: Vec::new(),
+            freed: None,
+        };
+        let start = Instant::now();
+        let tag = ctx.instance.tag.clone();
+        let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, &tag)));
+        self.exec.record(&steps.name, || tag.to_string(), start);
+        if let Some((items, t)) = ctx.freed.take() {
+            self.fail(GraphError::Freed {
+                collection: items.name.to_string(),
+                tag: t,
+                step: steps.name.to_string(),
+            });
+            return;
+        }
+        let failed = |message: String| GraphError::StepFailed {
+            step: steps.name.to_string(),
+            tag: tag.clone(),
+            message,
+        };
+        match outcome {
+            // Suspended: registered as a waiter by the get; runs again when the item arrives.
+            Ok(Err(StepError::Missing)) => {}
+            Ok(Err(StepError::Failed(m))) => self.fail(failed(m)),
+            Err(panic) => {
+                let m = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                self.fail(failed(format!("panicked: {m}")));
+            }
+            Ok(Ok(())) => self.commit(ctx, &steps.name),
+        }
+    }
+
+    /// A completed step's effects: its gets count, then its puts and tag puts happen.
+    fn commit(self: &Arc<Self>, ctx: StepCtx, step: &str) {
+        for (items, tag) in ctx.gets {
+            let mut slots = items.slots();
+            let freed = match slots.get_mut(&tag) {
+                Some(Slot::Present {
+                    gets_left: Some(n), ..
+                }) => {
+                    *n = n.saturating_sub(1);
+                    *n == 0
+                }
+                Some(Slot::Freed) => {
+                    drop(slots);
+                    self.fail(GraphError::Freed {
+                        collection: items.name.to_string(),
+                        tag,
+                        step: step.to_owned(),
+                    });
+                    continue;
+                }
+                _ => false,
+            };
+            if freed {
+                slots.insert(tag, Slot::Freed);
+            }
+        }
+        for put in ctx.puts {
+            self.store(put, step);
+        }
+        for (tags, tag) in ctx.tag_puts {
+            self.prescribe(&tags, tag);
+        }
+    }
+}

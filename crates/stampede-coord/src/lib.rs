@@ -1,0 +1,44 @@
+//! The coordination layer (seed 004): programs written as steps that say only what they get
+//! and put, run on one work-stealing [`Executor`].
+//!
+//! **Concurrent Collections** ([`Graph`]): item collections map tags to values, written once
+//! each; tag collections prescribe step collections, so putting a tag runs a step instance for
+//! it; steps get items by tag and put items and tags. A step whose get finds nothing does not
+//! block a worker: it is suspended and run again when the item arrives, or, with dependency
+//! tuning ([`StepCollection::depends`]), not started until its inputs exist. Values are
+//! Stampede [`Item`](stampede_core::Item)s, so one value type runs through Space-Time Memory
+//! and the coordination layer.
+//!
+//! ```
+//! use stampede_coord::{Executor, Graph, Tag};
+//! let g = Graph::new(Executor::new(2));
+//! let squares = g.items("squares");
+//! let numbers = g.tags("numbers");
+//! let sq = squares.clone();
+//! let square = g.steps("square", move |ctx, tag| {
+//!     let n = tag.int(0);
+//!     ctx.put(&sq, tag.clone(), (n * n).to_le_bytes().to_vec());
+//!     Ok(())
+//! });
+//! numbers.prescribes(&square);
+//! for n in 0..10 {
+//!     g.put_tag(&numbers, Tag::from(n));
+//! }
+//! g.wait().unwrap();
+//! let nine = g.get(&squares, Tag::from(3)).unwrap();
+//! assert_eq!(nine.as_bytes().unwrap().as_ref(), &9i64.to_le_bytes());
+//! ```
+
+mod error;
+mod executor;
+mod graph;
+mod items;
+mod steps;
+mod tag;
+
+pub use error::{GraphError, StepError, Unmet};
+pub use executor::{Executor, Priority, TraceEvent};
+pub use graph::Graph;
+pub use items::ItemCollection;
+pub use steps::{StepCollection, StepCtx, TagCollection};
+pub use tag::{Tag, TagPart};
