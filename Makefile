@@ -74,7 +74,13 @@ bench: python java
 	$(PY) bench/python_bench.py --out bench-results/python.json
 	$(CARGO) run --release -p stampede-conference -- bench --out bench-results/conference.json
 	@$(MAKE) --no-print-directory bench-java
+	@$(MAKE) --no-print-directory bench-coord
 	@$(MAKE) --no-print-directory bench-experiments
+
+# The coordination layer against rayon (bench-results/coord.json).
+.PHONY: bench-coord
+bench-coord: setup
+	$(CARGO) run --release -p stampede-coord-bench -- --out bench-results/coord.json
 
 # The Java face's Experiment 3: Java, Rust and Java-socket ping-pong in one run (docs/java.md).
 .PHONY: bench-java

@@ -2,8 +2,8 @@
 //! scheduling of step instances on the executor, and quiescence.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
 use stampede_core::Item;
@@ -20,6 +20,8 @@ pub(crate) struct GraphInner {
     outstanding: AtomicUsize,
     /// The first failure; later ones are dropped.
     failure: Mutex<Option<GraphError>>,
+    /// Whether `failure` is set (read by every step before it runs).
+    has_failed: AtomicBool,
     quiet_lock: Mutex<()>,
     quiet: Condvar,
     items: Mutex<Vec<ItemCollection>>,
@@ -56,6 +58,7 @@ impl Graph {
                 exec,
                 outstanding: AtomicUsize::new(0),
                 failure: Mutex::new(None),
+                has_failed: AtomicBool::new(false),
                 quiet_lock: Mutex::new(()),
                 quiet: Condvar::new(),
                 items: Mutex::new(Vec::new()),
@@ -92,8 +95,8 @@ impl Graph {
             inner: Arc::new(StepsInner {
                 name: name.into(),
                 body: Box::new(body),
-                depends: Mutex::new(None),
-                priority: Mutex::new(None),
+                depends: RwLock::new(None),
+                priority: RwLock::new(None),
             }),
         }
     }
@@ -175,11 +178,12 @@ impl GraphInner {
         let mut f = lock(&self.failure);
         if f.is_none() {
             *f = Some(e);
+            self.has_failed.store(true, Ordering::SeqCst);
         }
     }
 
     fn failed(&self) -> bool {
-        lock(&self.failure).is_some()
+        self.has_failed.load(Ordering::SeqCst)
     }
 
     /// Stores a put and wakes what waits for it.
@@ -223,20 +227,27 @@ impl GraphInner {
 
     /// A tag put: an instance of every step collection the tag collection prescribes.
     fn prescribe(self: &Arc<Self>, tags: &TagCollection, tag: Tag) {
-        if !lock(&tags.inner.seen).insert(tag.clone()) {
+        if tags.inner.memoize.load(Ordering::Relaxed) && !lock(&tags.inner.seen).insert(tag.clone())
+        {
             return;
         }
         let steps = lock(&tags.inner.prescribes).clone();
-        for s in steps {
+        for s in steps.iter() {
             let instance = Arc::new(Instance {
                 steps: s.clone(),
                 tag: tag.clone(),
                 inputs_left: AtomicUsize::new(1),
             });
-            let depends = lock(&s.inner.depends).clone();
-            match depends {
+            let inputs = s
+                .inner
+                .depends
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .map(|f| f(&tag));
+            match inputs {
                 None => self.schedule(instance),
-                Some(inputs) => self.await_inputs(instance, &inputs(&tag)),
+                Some(inputs) => self.await_inputs(instance, &inputs),
             }
         }
     }
@@ -296,10 +307,12 @@ impl GraphInner {
             gets: Vec::new(),
             freed: None,
         };
-        let start = Instant::now();
+        let start = self.exec.tracing().then(Instant::now);
         let tag = ctx.instance.tag.clone();
         let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, &tag)));
-        self.exec.record(&steps.name, || tag.to_string(), start);
+        if let Some(start) = start {
+            self.exec.record(&steps.name, || tag.to_string(), start);
+        }
         if let Some((items, t)) = ctx.freed.take() {
             self.fail(GraphError::Freed {
                 collection: items.name.to_string(),

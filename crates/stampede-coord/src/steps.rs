@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use stampede_core::Item;
 
@@ -18,8 +18,9 @@ pub(crate) type PriorityFn = dyn Fn(&Tag) -> Priority + Send + Sync;
 pub(crate) struct StepsInner {
     pub(crate) name: Arc<str>,
     pub(crate) body: Box<StepFn>,
-    pub(crate) depends: Mutex<Option<Arc<DependsFn>>>,
-    pub(crate) priority: Mutex<Option<Arc<PriorityFn>>>,
+    /// Read for every instance, set rarely: a read lock, not a mutex.
+    pub(crate) depends: RwLock<Option<Box<DependsFn>>>,
+    pub(crate) priority: RwLock<Option<Box<PriorityFn>>>,
 }
 
 /// A step collection: one function of a tag, run once for every tag put into the tag
@@ -54,8 +55,8 @@ impl StepCollection {
         *self
             .inner
             .depends
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(inputs));
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(inputs));
         self
     }
 
@@ -64,7 +65,7 @@ impl StepCollection {
         *self
             .inner
             .depends
-            .lock()
+            .write()
             .unwrap_or_else(PoisonError::into_inner) = None;
         self
     }
@@ -74,27 +75,30 @@ impl StepCollection {
         *self
             .inner
             .priority
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(of));
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::new(of));
         self
     }
 
     pub(crate) fn priority_of(&self, tag: &Tag) -> Priority {
-        let f = self
-            .inner
+        self.inner
             .priority
-            .lock()
+            .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        f.map_or(Priority::Normal, |f| f(tag))
+            .as_ref()
+            .map_or(Priority::Normal, |f| f(tag))
     }
 }
 
 pub(crate) struct TagsInner {
     pub(crate) name: Arc<str>,
-    pub(crate) prescribes: Mutex<Vec<StepCollection>>,
+    /// Replaced, not changed, when a step collection is added: a tag put clones the list
+    /// cheaply.
+    pub(crate) prescribes: Mutex<Arc<Vec<StepCollection>>>,
     /// Tags put so far: a tag collection is a set, and a tag prescribes its steps once.
     pub(crate) seen: Mutex<HashSet<Tag>>,
+    /// Whether to remember tags (see [`TagCollection::memoize`]).
+    pub(crate) memoize: std::sync::atomic::AtomicBool,
 }
 
 /// A tag collection: putting a tag into it runs an instance of every step collection it
@@ -117,8 +121,9 @@ impl TagCollection {
         TagCollection {
             inner: Arc::new(TagsInner {
                 name: name.into(),
-                prescribes: Mutex::new(Vec::new()),
+                prescribes: Mutex::new(Arc::new(Vec::new())),
                 seen: Mutex::new(HashSet::new()),
+                memoize: std::sync::atomic::AtomicBool::new(true),
             }),
         }
     }
@@ -130,15 +135,29 @@ impl TagCollection {
 
     /// Every tag put from now on also runs an instance of `steps`.
     pub fn prescribes(&self, steps: &StepCollection) -> &Self {
-        self.inner
+        let mut list = self
+            .inner
             .prescribes
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(steps.clone());
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Vec::clone(&list);
+        next.push(steps.clone());
+        *list = Arc::new(next);
+        drop(list);
         self
     }
 
-    /// How many distinct tags were put.
+    /// Whether the collection remembers its tags, so that a tag put again prescribes nothing
+    /// (the default). A program whose tags are all distinct can turn it off: each put then
+    /// prescribes, and the collection keeps no set of every tag.
+    pub fn memoize(&self, on: bool) -> &Self {
+        self.inner
+            .memoize
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// How many distinct tags were put (while memoizing).
     pub fn len(&self) -> usize {
         self.inner
             .seen
