@@ -2,6 +2,8 @@
 //! tags not put yet.
 
 use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use stampede_core::Item;
@@ -29,11 +31,11 @@ pub(crate) enum Slot {
 
 pub(crate) struct ItemsInner {
     pub(crate) name: Arc<str>,
-    pub(crate) slots: Mutex<HashMap<Tag, Slot>>,
+    pub(crate) slots: Mutex<HashMap<Tag, Slot, RandomState>>,
 }
 
 impl ItemsInner {
-    pub(crate) fn slots(&self) -> MutexGuard<'_, HashMap<Tag, Slot>> {
+    pub(crate) fn slots(&self) -> MutexGuard<'_, HashMap<Tag, Slot, RandomState>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -82,7 +84,7 @@ impl ItemCollection {
         ItemCollection {
             inner: Arc::new(ItemsInner {
                 name: name.into(),
-                slots: Mutex::new(HashMap::new()),
+                slots: Mutex::new(HashMap::default()),
             }),
         }
     }

@@ -1,6 +1,8 @@
 //! Tag collections, step collections, step instances and what a running step sees.
 
 use std::collections::HashSet;
+
+use foldhash::fast::RandomState;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -96,7 +98,7 @@ pub(crate) struct TagsInner {
     /// cheaply.
     pub(crate) prescribes: Mutex<Arc<Vec<StepCollection>>>,
     /// Tags put so far: a tag collection is a set, and a tag prescribes its steps once.
-    pub(crate) seen: Mutex<HashSet<Tag>>,
+    pub(crate) seen: Mutex<HashSet<Tag, RandomState>>,
     /// Whether to remember tags (see [`TagCollection::memoize`]).
     pub(crate) memoize: std::sync::atomic::AtomicBool,
 }
@@ -122,7 +124,7 @@ impl TagCollection {
             inner: Arc::new(TagsInner {
                 name: name.into(),
                 prescribes: Mutex::new(Arc::new(Vec::new())),
-                seen: Mutex::new(HashSet::new()),
+                seen: Mutex::new(HashSet::default()),
                 memoize: std::sync::atomic::AtomicBool::new(true),
             }),
         }
