@@ -42,3 +42,8 @@ pub use graph::Graph;
 pub use items::ItemCollection;
 pub use steps::{StepCollection, StepCtx, TagCollection};
 pub use tag::{Tag, TagPart};
+
+// The guide's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/coordination.md")]
+struct Guide;
