@@ -226,16 +226,14 @@ impl Executor {
 }
 
 fn find(pool: &Pool, me: usize, local: &Worker<Job>) -> Option<Job> {
-    let steal = |s: Steal<Job>| loop {
-        match s {
-            Steal::Success(j) => return Some(j),
-            Steal::Empty => return None,
-            Steal::Retry => {}
-        }
-    };
     // Critical-path work first, then this worker's own, then the global queue, then others'.
-    if let Some(j) = steal(pool.urgent.steal()) {
-        return Some(j);
+    // A `Retry` (a race with another thief) steals again.
+    loop {
+        match pool.urgent.steal() {
+            Steal::Success(j) => return Some(j),
+            Steal::Retry => continue,
+            Steal::Empty => break,
+        }
     }
     if let Some(j) = local.pop() {
         return Some(j);

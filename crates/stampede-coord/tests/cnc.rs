@@ -339,3 +339,42 @@ proptest! {
         prop_assert_eq!(got.into_values().collect::<Vec<_>>(), want);
     }
 }
+
+/// Many threads putting critical-path tags at once make workers race for the high-priority
+/// queue (crossbeam's `Steal::Retry`); every instance still runs, and promptly.
+#[test]
+fn contended_high_priority_work_completes() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let g = Graph::new(Executor::new(2));
+        let t = g.tags("t");
+        t.memoize(false);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let s = g.steps("urgent", move |_, _| {
+            r.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        });
+        s.priority(|_| Priority::High);
+        t.prescribes(&s);
+        let putters: Vec<_> = (0..4)
+            .map(|p| {
+                let (g, t) = (g.clone(), t.clone());
+                std::thread::spawn(move || {
+                    for i in 0..20_000 {
+                        g.put_tag(&t, (p, i));
+                    }
+                })
+            })
+            .collect();
+        for p in putters {
+            p.join().unwrap();
+        }
+        g.wait().unwrap();
+        let _ = done.send(runs.load(Ordering::Relaxed));
+    });
+    let runs = finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the graph did not finish within two minutes");
+    assert_eq!(runs, 80_000);
+}
