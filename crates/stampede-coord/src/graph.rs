@@ -3,16 +3,47 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::Instant;
 
 use stampede_core::Item;
 
 use crate::error::{GraphError, StepError};
 use crate::executor::{Executor, TraceEvent};
-use crate::items::{ItemCollection, Slot, Waiter};
-use crate::steps::{Instance, PendingPut, StepCollection, StepCtx, StepsInner, TagCollection};
+use crate::items::{Awaiting, ItemCollection, Slot, Waiter};
+use crate::steps::{PendingPut, StepCollection, StepCtx, StepsInner, TagCollection};
 use crate::tag::Tag;
+
+/// One step instance: a step collection and a tag.
+struct Instance {
+    steps: StepCollection,
+    tag: Tag,
+    /// Inputs (plus one while they are being registered) not put yet, in dependency mode.
+    inputs_left: AtomicUsize,
+    graph: Weak<GraphInner>,
+}
+
+impl Instance {
+    /// One input fewer to wait for; true when this was the last.
+    fn input_arrived(&self) -> bool {
+        self.inputs_left.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+}
+
+impl Awaiting for Instance {
+    fn arrived(self: Arc<Self>, input: bool) {
+        if input && !self.input_arrived() {
+            return;
+        }
+        if let Some(graph) = self.graph.upgrade() {
+            graph.schedule(self);
+        }
+    }
+
+    fn label(&self) -> (String, Tag) {
+        (self.steps.name().to_owned(), self.tag.clone())
+    }
+}
 
 pub(crate) struct GraphInner {
     exec: Executor,
@@ -215,12 +246,8 @@ impl GraphInner {
         };
         for w in waiters {
             match w {
-                Waiter::Rerun(i) => self.schedule(i),
-                Waiter::Input(i) => {
-                    if i.input_arrived() {
-                        self.schedule(i);
-                    }
-                }
+                Waiter::Rerun(i) => i.arrived(false),
+                Waiter::Input(i) => i.arrived(true),
             }
         }
     }
@@ -237,6 +264,7 @@ impl GraphInner {
                 steps: s.clone(),
                 tag: tag.clone(),
                 inputs_left: AtomicUsize::new(1),
+                graph: Arc::downgrade(self),
             });
             let inputs = s
                 .inner
@@ -301,14 +329,15 @@ impl GraphInner {
         }
         let steps = instance.steps.inner.clone();
         let mut ctx = StepCtx {
-            instance,
+            waiter: instance.clone(),
+            tag: instance.tag.clone(),
             puts: Vec::new(),
             tag_puts: Vec::new(),
             gets: Vec::new(),
             freed: None,
         };
         let start = self.exec.tracing().then(Instant::now);
-        let tag = ctx.instance.tag.clone();
+        let tag = instance.tag.clone();
         let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, &tag)));
         if let Some(start) = start {
             self.exec.record(&steps.name, || tag.to_string(), start);

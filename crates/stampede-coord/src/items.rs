@@ -9,15 +9,24 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use stampede_core::Item;
 
 use crate::error::Unmet;
-use crate::steps::Instance;
 use crate::tag::Tag;
+
+/// A step instance waiting for an item, as the item collection sees it (the graph's
+/// instances; a trait, so that items know nothing of steps).
+pub(crate) trait Awaiting: Send + Sync {
+    /// The item it waits for was put: run again (`input` false), or one input fewer to wait
+    /// for under dependency tuning.
+    fn arrived(self: Arc<Self>, input: bool);
+    /// `(step collection, tag)`, for a deadlock report.
+    fn label(&self) -> (String, Tag);
+}
 
 /// Who waits for an item.
 pub(crate) enum Waiter {
     /// A suspended instance: run it again.
-    Rerun(Arc<Instance>),
+    Rerun(Arc<dyn Awaiting>),
     /// An instance held back by dependency tuning: one input fewer to wait for.
-    Input(Arc<Instance>),
+    Input(Arc<dyn Awaiting>),
 }
 
 pub(crate) enum Slot {
@@ -52,7 +61,7 @@ impl ItemsInner {
                         .iter()
                         .map(|w| {
                             let (Waiter::Rerun(i) | Waiter::Input(i)) = w;
-                            (i.steps.name().to_owned(), i.tag.clone())
+                            i.label()
                         })
                         .collect(),
                 }),

@@ -1,16 +1,15 @@
-//! Tag collections, step collections, step instances and what a running step sees.
+//! Tag collections, step collections and what a running step sees.
 
 use std::collections::HashSet;
 
 use foldhash::fast::RandomState;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use stampede_core::Item;
 
 use crate::error::StepError;
 use crate::executor::Priority;
-use crate::items::{ItemCollection, ItemsInner, Slot, Waiter};
+use crate::items::{Awaiting, ItemCollection, ItemsInner, Slot, Waiter};
 use crate::tag::Tag;
 
 pub(crate) type StepFn = dyn Fn(&mut StepCtx, &Tag) -> Result<(), StepError> + Send + Sync;
@@ -174,21 +173,6 @@ impl TagCollection {
     }
 }
 
-/// One step instance: a step collection and a tag.
-pub(crate) struct Instance {
-    pub(crate) steps: StepCollection,
-    pub(crate) tag: Tag,
-    /// Inputs (plus one while they are being registered) not put yet, in dependency mode.
-    pub(crate) inputs_left: AtomicUsize,
-}
-
-impl Instance {
-    /// One input fewer to wait for; true when this was the last.
-    pub(crate) fn input_arrived(&self) -> bool {
-        self.inputs_left.fetch_sub(1, Ordering::AcqRel) == 1
-    }
-}
-
 pub(crate) struct PendingPut {
     pub(crate) items: Arc<ItemsInner>,
     pub(crate) tag: Tag,
@@ -199,7 +183,9 @@ pub(crate) struct PendingPut {
 /// What a running step sees: gets answer now or suspend it; puts and tag puts take effect
 /// when it completes, so a step run again after a missing item never puts twice.
 pub struct StepCtx {
-    pub(crate) instance: Arc<Instance>,
+    /// The running instance, to wait for a missing item.
+    pub(crate) waiter: Arc<dyn Awaiting>,
+    pub(crate) tag: Tag,
     pub(crate) puts: Vec<PendingPut>,
     pub(crate) tag_puts: Vec<(TagCollection, Tag)>,
     pub(crate) gets: Vec<(Arc<ItemsInner>, Tag)>,
@@ -228,14 +214,11 @@ impl StepCtx {
                 ))
             }
             Some(Slot::Waiting(w)) => {
-                w.push(Waiter::Rerun(self.instance.clone()));
+                w.push(Waiter::Rerun(self.waiter.clone()));
                 Err(StepError::Missing)
             }
             None => {
-                slots.insert(
-                    tag,
-                    Slot::Waiting(vec![Waiter::Rerun(self.instance.clone())]),
-                );
+                slots.insert(tag, Slot::Waiting(vec![Waiter::Rerun(self.waiter.clone())]));
                 Err(StepError::Missing)
             }
         }
@@ -274,6 +257,6 @@ impl StepCtx {
 
     /// The instance's tag.
     pub fn tag(&self) -> &Tag {
-        &self.instance.tag
+        &self.tag
     }
 }
