@@ -34,13 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import stampede as sp
+# The Java benchmark's paths, payloads and choice of JDK (this directory is on the path).
+from java_bench import CLASSES, LIBRARY, ROOT, SIZES, java_binary
 
-ROOT = Path(__file__).resolve().parents[1]
 C_PROGRAM = ROOT / "target" / "c" / "experiment"
-LIBRARY = ROOT / "target" / "release" / "libstampede_c.so"
-CLASSES = [ROOT / "target" / "java" / "stampede" / "classes", ROOT / "target" / "java" / "examples" / "classes"]
-# The paper's payloads run from 1 B to 55,000 B.
-SIZES = [1, 1000, 10_000, 35_000, 55_000]
 CONFIGS = [1, 2, 3]
 # Seconds allowed for a role to say it is ready, and to exit once its work is done.
 STARTUP = 60.0
@@ -78,22 +75,6 @@ RUNS = itertools.count()
 
 class BenchFailure(Exception):
     """A role failed, exited early or said nothing in time."""
-
-
-def java_binary() -> str:
-    """A java of version 22 or later: $JAVA_HOME's, else the JDK 25 beside the default."""
-    for home in (os.environ.get("JAVA_HOME", ""), "/usr/lib/jvm/temurin-25-jdk-amd64"):
-        exe = Path(home) / "bin" / "java"
-        if home and exe.exists():
-            out = subprocess.run(
-                [str(exe), "-XshowSettings:properties", "-version"],
-                capture_output=True,
-                text=True,
-            ).stderr
-            for line in out.splitlines():
-                if "java.specification.version" in line and int(line.split("=")[1]) >= 22:
-                    return str(exe)
-    sys.exit("no Java 22 or later: set JAVA_HOME")
 
 
 class Child:
