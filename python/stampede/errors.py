@@ -6,7 +6,7 @@ distributed applications lives in one place (``crates/stampede-py/src/errors.rs`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class StampedeError(Exception):
@@ -189,6 +189,62 @@ class ProtocolError(StampedeError):
     """A message from another address space could not be decoded."""
 
 
+class GraphError(StampedeError):
+    """A Concurrent Collections graph did not reach a clean end (``cnc.Graph.wait``)."""
+
+
+class StepFailed(GraphError):
+    """A step instance raised. ``step`` and ``tag`` name it, ``reason`` is what it said, and
+    the step's own exception is the ``__cause__``."""
+
+    def __init__(self, message: str, step: str, tag: tuple[int | str, ...], reason: str) -> None:
+        super().__init__(message)
+        self.step = step
+        self.tag = tag
+        self.reason = reason
+
+
+class DuplicatePut(GraphError):
+    """A second put of a tag into an item collection (items are written once); ``by`` is
+    the step collection that made it, or ``"environment"``."""
+
+    def __init__(self, message: str, collection: str, tag: tuple[int | str, ...], by: str) -> None:
+        super().__init__(message)
+        self.collection = collection
+        self.tag = tag
+        self.by = by
+
+
+class FreedItem(GraphError):
+    """A get of an item after its declared number of gets freed it."""
+
+    def __init__(
+        self, message: str, collection: str, tag: tuple[int | str, ...], step: str
+    ) -> None:
+        super().__init__(message)
+        self.collection = collection
+        self.tag = tag
+        self.step = step
+
+
+class Unmet(NamedTuple):
+    """A get nobody answered: the item's collection and tag, and the waiting step instances
+    as ``(step collection, tag)``."""
+
+    collection: str
+    tag: tuple[int | str, ...]
+    waiting: list[tuple[str, tuple[int | str, ...]]]
+
+
+class Deadlock(GraphError):
+    """No step can run and step instances still wait: ``unmet`` lists each get nobody
+    answered, with its waiters."""
+
+    def __init__(self, message: str, unmet: list[Unmet]) -> None:
+        super().__init__(message)
+        self.unmet = unmet
+
+
 __all__ = [
     "StampedeError",
     "PutFailed",
@@ -219,4 +275,10 @@ __all__ = [
     "WrongKind",
     "InvalidName",
     "ProtocolError",
+    "GraphError",
+    "StepFailed",
+    "DuplicatePut",
+    "FreedItem",
+    "Unmet",
+    "Deadlock",
 ]

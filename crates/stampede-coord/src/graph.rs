@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use stampede_core::Item;
 
@@ -184,6 +184,33 @@ impl Graph {
             g = inner.quiet.wait(g).unwrap_or_else(PoisonError::into_inner);
         }
         drop(g);
+        self.outcome()
+    }
+
+    /// [`wait`](Graph::wait) for at most `timeout`: `Ok(false)` when step instances are
+    /// still scheduled or running then (the graph goes on; wait again).
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<bool, GraphError> {
+        let inner = &self.inner;
+        let deadline = Instant::now() + timeout;
+        let mut g = lock(&inner.quiet_lock);
+        while inner.outstanding.load(Ordering::SeqCst) > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            g = inner
+                .quiet
+                .wait_timeout(g, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(g);
+        self.outcome().map(|()| true)
+    }
+
+    /// Whether the graph now running nothing ended cleanly.
+    fn outcome(&self) -> Result<(), GraphError> {
+        let inner = &self.inner;
         if let Some(e) = lock(&inner.failure).clone() {
             return Err(e);
         }

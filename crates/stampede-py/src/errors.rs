@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use pyo3::PyErrArguments;
+use stampede_coord::{GraphError, Tag};
 use stampede_core::{ErrorCode, GetError, MarshalError, PutError, PutErrorKind, StmError};
 use stampede_net::NetError;
 
@@ -54,6 +55,11 @@ exception_types!(
     WrongKind,
     InvalidName,
     ProtocolError,
+    GraphError,
+    StepFailed,
+    DuplicatePut,
+    FreedItem,
+    Deadlock,
 );
 
 /// An exception of class `e` built from `args`.
@@ -212,4 +218,63 @@ pub(crate) fn detached_put(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyErr {
         Exc::Detached,
         ("the connection is detached", value.clone().unbind()),
     )
+}
+
+/// A Concurrent Collections graph's failure; `tag` makes a tag's Python form.
+pub(crate) fn graph_error(
+    py: Python<'_>,
+    e: &GraphError,
+    tag: impl Fn(Python<'_>, &Tag) -> PyResult<Py<PyAny>>,
+) -> PyErr {
+    let msg = e.to_string();
+    let built = (|| -> PyResult<PyErr> {
+        Ok(match e {
+            GraphError::StepFailed {
+                step,
+                tag: t,
+                message,
+            } => raise(
+                py,
+                Exc::StepFailed,
+                (msg, step.clone(), tag(py, t)?, message.clone()),
+            ),
+            GraphError::DuplicatePut {
+                collection,
+                tag: t,
+                by,
+            } => raise(
+                py,
+                Exc::DuplicatePut,
+                (msg, collection.clone(), tag(py, t)?, by.clone()),
+            ),
+            GraphError::Freed {
+                collection,
+                tag: t,
+                step,
+            } => raise(
+                py,
+                Exc::FreedItem,
+                (msg, collection.clone(), tag(py, t)?, step.clone()),
+            ),
+            GraphError::Deadlock(unmet) => {
+                let class = py.import("stampede.errors")?.getattr("Unmet")?;
+                let mut list = Vec::with_capacity(unmet.len());
+                for u in unmet {
+                    let waiting = u
+                        .waiting
+                        .iter()
+                        .map(|(s, t)| Ok((s.clone(), tag(py, t)?)))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    list.push(class.call1((u.collection.clone(), tag(py, &u.tag)?, waiting))?);
+                }
+                raise(
+                    py,
+                    Exc::Deadlock,
+                    (msg, list.into_iter().map(Bound::unbind).collect::<Vec<_>>()),
+                )
+            }
+            _ => raise(py, Exc::GraphError, (msg,)),
+        })
+    })();
+    built.unwrap_or_else(|e| e)
 }

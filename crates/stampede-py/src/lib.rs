@@ -3,13 +3,15 @@
 //! Everything here is a thin layer over `stampede-core` and `stampede-net`: Python values
 //! become items (`items`), errors become the exceptions of `stampede.errors` (`errors`),
 //! blocking calls release the GIL (`stm`), and address spaces join distributed applications
-//! (`space`).
+//! (`space`). Concurrent Collections graphs run Python steps on the coordination layer's
+//! executor (`cnc`).
 
 use std::sync::atomic::Ordering;
 
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+mod cnc;
 mod dtype;
 mod errors;
 mod extras;
@@ -55,6 +57,7 @@ fn _shutdown() {
 fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INFINITY", stampede_core::INFINITY)?;
     stm::register_classes(m)?;
+    cnc::register_classes(m)?;
     extras::register_classes(m)?;
     space::register_classes(m)?;
     m.add_class::<items::Opaque>()?;

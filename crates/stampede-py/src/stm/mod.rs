@@ -46,7 +46,8 @@ use outputs::{ChannelOutput, QueueOutput, RegisterOutput};
 use reports::{ChannelStats, GcStats, Hold, QueueStats, WatermarkReport};
 pub(crate) use runtime::Runtime;
 pub(crate) use support::{
-    call_back, deadline, duration, lock, next_slice, options, zone_id, Signals, FINALIZING,
+    call_back, deadline, drop_detached, duration, lock, next_slice, options, zone_id, Signals,
+    FINALIZING,
 };
 use task::Task;
 

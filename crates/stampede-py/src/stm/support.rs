@@ -36,7 +36,7 @@ pub(crate) fn call_back(f: impl FnOnce(Python<'_>) -> PyResult<()>) {
 
 /// Drops `x` without the GIL: dropping a task or connection of a distributed application
 /// tells the owners of its containers, which is a network send.
-pub(super) fn drop_detached<T: Send>(x: T) {
+pub(crate) fn drop_detached<T: Send>(x: T) {
     if FINALIZING.load(Ordering::Acquire) {
         drop(x);
         return;
