@@ -586,6 +586,9 @@ class _ItemView:
 
 _TagIn = int | str | tuple[int | str, ...]
 _Tag = tuple[int | str, ...]
+# A step's tag is a tuple of ints and strs; callables may declare the narrower tuple their
+# tag collection holds (such as ``tuple[int, int, int]``), so they take ``Any`` here.
+_TagArg = Any
 
 @final
 class Executor:
@@ -639,10 +642,10 @@ class StepCollection:
     @property
     def name(self) -> str: ...
     def depends(
-        self, inputs: Callable[[_Tag], Sequence[tuple[ItemCollection, _TagIn]]]
+        self, inputs: Callable[[_TagArg], Sequence[tuple[ItemCollection, _TagIn]]]
     ) -> StepCollection: ...
     def untuned(self) -> StepCollection: ...
-    def priority(self, high: Callable[[_Tag], bool]) -> StepCollection: ...
+    def priority(self, high: Callable[[_TagArg], bool]) -> StepCollection: ...
 
 @final
 class StepContext:
@@ -671,9 +674,9 @@ class Graph:
     def steps(
         self,
         name: str,
-        body: Callable[[StepContext, _Tag], object],
-        depends: Callable[[_Tag], Sequence[tuple[ItemCollection, _TagIn]]] | None = None,
-        priority: Callable[[_Tag], bool] | None = None,
+        body: Callable[[StepContext, _TagArg], object],
+        depends: Callable[[_TagArg], Sequence[tuple[ItemCollection, _TagIn]]] | None = None,
+        priority: Callable[[_TagArg], bool] | None = None,
     ) -> StepCollection: ...
     def put(
         self, items: ItemCollection, tag: _TagIn, value: object, gets: int | None = None

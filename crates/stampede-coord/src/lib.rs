@@ -45,5 +45,5 @@ pub use tag::{Tag, TagPart};
 
 // The guide's examples are compiled and run as doc tests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/coordination.md")]
+#[doc = include_str!("../../../docs/cnc.md")]
 struct Guide;
