@@ -1,26 +1,31 @@
 //! A Concurrent Collections graph: its collections, the environment's puts and gets, the
 //! scheduling of step instances on the executor, and quiescence.
+//!
+//! A step instance is its own executor job, and it reaches what scheduling needs (the
+//! executor's queues, the count of instances in flight, the first failure: [`Sched`])
+//! through its step collection, so scheduling and running one counts no reference to the
+//! graph. The workers are kept running while instances are in flight by the graph's handles,
+//! and once the last handle is gone by [`Sched`]'s `keepalive` until the graph is quiet.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
 use stampede_core::Item;
 
 use crate::error::{GraphError, StepError};
-use crate::executor::{Executor, TraceEvent};
-use crate::items::{Awaiting, ItemCollection, Slot, Waiter};
-use crate::steps::{PendingPut, StepCollection, StepCtx, StepsInner, TagCollection};
+use crate::executor::{Executor, Pool, Task, TraceEvent};
+use crate::items::{Awaiting, ItemCollection, ItemsInner, Slot, Waiter};
+use crate::steps::{PendingPut, Prescribed, StepCollection, StepCtx, StepsInner, TagCollection};
 use crate::tag::Tag;
 
 /// One step instance: a step collection and a tag.
-struct Instance {
+pub(crate) struct Instance {
     steps: StepCollection,
     tag: Tag,
     /// Inputs (plus one while they are being registered) not put yet, in dependency mode.
     inputs_left: AtomicUsize,
-    graph: Weak<GraphInner>,
 }
 
 impl Instance {
@@ -28,16 +33,18 @@ impl Instance {
     fn input_arrived(&self) -> bool {
         self.inputs_left.fetch_sub(1, Ordering::AcqRel) == 1
     }
+
+    fn sched(&self) -> &Sched {
+        &self.steps.inner.sched
+    }
 }
 
 impl Awaiting for Instance {
-    fn arrived(self: Arc<Self>, input: bool) {
+    fn arrived(self: Arc<Self>, input: bool, via: &Pool) {
         if input && !self.input_arrived() {
             return;
         }
-        if let Some(graph) = self.graph.upgrade() {
-            graph.schedule(self);
-        }
+        schedule(via, self);
     }
 
     fn label(&self) -> (String, Tag) {
@@ -45,17 +52,55 @@ impl Awaiting for Instance {
     }
 }
 
-pub(crate) struct GraphInner {
-    exec: Executor,
+impl Task for Instance {
+    fn run(self: Arc<Self>) {
+        let sched = self.sched();
+        if !sched.failed() {
+            sched.run(&self);
+        }
+        sched.finished();
+    }
+}
+
+/// What scheduling and running a graph's instances needs; every step collection of the graph
+/// holds it.
+pub(crate) struct Sched {
+    pool: Arc<Pool>,
     /// Instances scheduled or running: the graph is quiet when none is.
     outstanding: AtomicUsize,
+    /// Threads in [`Graph::wait`]: an instance that leaves the graph quiet takes the lock to
+    /// wake them only when there are some.
+    waiting: AtomicUsize,
+    /// Whether every [`Graph`] handle is gone.
+    orphaned: AtomicBool,
+    /// The executor, held from when the last handle goes while instances are in flight until
+    /// they are done, so that the workers run them.
+    keepalive: Mutex<Option<Executor>>,
     /// The first failure; later ones are dropped.
     failure: Mutex<Option<GraphError>>,
     /// Whether `failure` is set (read by every step before it runs).
     has_failed: AtomicBool,
     quiet_lock: Mutex<()>,
     quiet: Condvar,
+}
+
+pub(crate) struct GraphInner {
+    exec: Executor,
+    sched: Arc<Sched>,
     items: Mutex<Vec<ItemCollection>>,
+}
+
+impl Drop for GraphInner {
+    fn drop(&mut self) {
+        let sched = &self.sched;
+        sched.orphaned.store(true, Ordering::SeqCst);
+        let _g = lock(&sched.quiet_lock);
+        // Pairs with the orphan check in `finished`: either that instance sees the flag, or
+        // this sees it done.
+        if sched.outstanding.load(Ordering::SeqCst) > 0 {
+            *lock(&sched.keepalive) = Some(self.exec.clone());
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -75,7 +120,7 @@ impl std::fmt::Debug for Graph {
         f.debug_struct("Graph")
             .field(
                 "outstanding",
-                &self.inner.outstanding.load(Ordering::Relaxed),
+                &self.inner.sched.outstanding.load(Ordering::Relaxed),
             )
             .finish()
     }
@@ -84,14 +129,21 @@ impl std::fmt::Debug for Graph {
 impl Graph {
     /// An empty graph whose steps run on `exec`.
     pub fn new(exec: Executor) -> Self {
+        let sched = Arc::new(Sched {
+            pool: exec.pool().clone(),
+            outstanding: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            orphaned: AtomicBool::new(false),
+            keepalive: Mutex::new(None),
+            failure: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
+            quiet_lock: Mutex::new(()),
+            quiet: Condvar::new(),
+        });
         Graph {
             inner: Arc::new(GraphInner {
                 exec,
-                outstanding: AtomicUsize::new(0),
-                failure: Mutex::new(None),
-                has_failed: AtomicBool::new(false),
-                quiet_lock: Mutex::new(()),
-                quiet: Condvar::new(),
+                sched,
                 items: Mutex::new(Vec::new()),
             }),
         }
@@ -126,7 +178,10 @@ impl Graph {
             inner: Arc::new(StepsInner {
                 name: name.into(),
                 body: Box::new(body),
+                sched: self.inner.sched.clone(),
+                tuned: AtomicBool::new(false),
                 depends: RwLock::new(None),
+                prioritized: AtomicBool::new(false),
                 priority: RwLock::new(None),
             }),
         }
@@ -140,7 +195,7 @@ impl Graph {
             value: value.into(),
             gets: None,
         };
-        self.inner.store(put, "environment");
+        self.inner.sched.store(put, "environment");
     }
 
     /// The environment puts `value` at `tag`, freed after `gets` gets.
@@ -157,12 +212,12 @@ impl Graph {
             value: value.into(),
             gets: Some(gets),
         };
-        self.inner.store(put, "environment");
+        self.inner.sched.store(put, "environment");
     }
 
     /// The environment puts `tag` into `tags`, running the steps it prescribes.
     pub fn put_tag(&self, tags: &TagCollection, tag: impl Into<Tag>) {
-        self.inner.prescribe(tags, tag.into());
+        prescribe(&self.inner.sched.pool, tags, tag.into());
     }
 
     /// The item at `tag` now, if put (and not freed): for reading results. Does not count as
@@ -179,12 +234,8 @@ impl Graph {
     /// instances still wait for items nobody put, [`GraphError::Deadlock`] listing them.
     pub fn wait(&self) -> Result<(), GraphError> {
         let inner = &self.inner;
-        let mut g = lock(&inner.quiet_lock);
-        while inner.outstanding.load(Ordering::SeqCst) > 0 {
-            g = inner.quiet.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-        drop(g);
-        if let Some(e) = lock(&inner.failure).clone() {
+        inner.sched.wait_quiet();
+        if let Some(e) = lock(&inner.sched.failure).clone() {
             return Err(e);
         }
         let unmet: Vec<_> = lock(&inner.items)
@@ -204,7 +255,74 @@ impl Graph {
     }
 }
 
-impl GraphInner {
+/// A tag put: an instance of every step collection the tag collection prescribes. `via` is
+/// the executor of the graph putting it.
+fn prescribe(via: &Pool, tags: &TagCollection, tag: Tag) {
+    match tags.inner.admit(&tag) {
+        Prescribed::Nothing => {}
+        Prescribed::One(steps) => start(via, steps, tag),
+        Prescribed::Many(list) => {
+            for steps in list.iter() {
+                start(via, steps.clone(), tag.clone());
+            }
+        }
+    }
+}
+
+/// A new instance of `steps` for `tag`: scheduled now, or once its inputs are there.
+fn start(via: &Pool, steps: StepCollection, tag: Tag) {
+    let inputs = steps.inputs_of(&tag);
+    let instance = Arc::new(Instance {
+        steps,
+        tag,
+        inputs_left: AtomicUsize::new(1),
+    });
+    match inputs {
+        None => schedule(via, instance),
+        Some(inputs) => await_inputs(via, instance, &inputs),
+    }
+}
+
+/// Dependency tuning: schedules `instance` once every input is there.
+fn await_inputs(via: &Pool, instance: Arc<Instance>, inputs: &[(ItemCollection, Tag)]) {
+    instance
+        .inputs_left
+        .fetch_add(inputs.len(), Ordering::AcqRel);
+    for (items, tag) in inputs {
+        let mut slots = items.inner.slots();
+        match slots
+            .entry(tag.clone())
+            .or_insert(Slot::Waiting(Vec::new()))
+        {
+            Slot::Waiting(w) => w.push(Waiter::Input(instance.clone())),
+            // Present, or freed (the step's get then reports it).
+            _ => {
+                drop(slots);
+                instance.input_arrived();
+            }
+        }
+    }
+    // The registration's own count.
+    if instance.input_arrived() {
+        schedule(via, instance);
+    }
+}
+
+/// Queues `instance` on its graph's executor; `via` is the executor of the graph that
+/// scheduled it, the same but for a tag collection prescribing another graph's steps.
+fn schedule(via: &Pool, instance: Arc<Instance>) {
+    let sched = instance.sched();
+    sched.outstanding.fetch_add(1, Ordering::SeqCst);
+    let priority = instance.steps.priority_of(&instance.tag);
+    if std::ptr::eq(&*sched.pool, via) {
+        via.submit_task(priority, instance);
+    } else {
+        let pool = sched.pool.clone();
+        pool.submit_task(priority, instance);
+    }
+}
+
+impl Sched {
     fn fail(&self, e: GraphError) {
         let mut f = lock(&self.failure);
         if f.is_none() {
@@ -217,8 +335,43 @@ impl GraphInner {
         self.has_failed.load(Ordering::SeqCst)
     }
 
+    /// Waits until no instance is scheduled or running.
+    fn wait_quiet(&self) {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut g = lock(&self.quiet_lock);
+        while self.outstanding.load(Ordering::SeqCst) > 0 {
+            g = self.quiet.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(g);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// An instance is done.
+    fn finished(&self) {
+        if self.outstanding.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        // Both pair with the increment and then the load of a waiter or a dropped graph:
+        // either that sees the graph quiet, or this sees it.
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.quiet_lock);
+            self.quiet.notify_all();
+        }
+        if self.orphaned.load(Ordering::SeqCst) {
+            let exec = {
+                let _g = lock(&self.quiet_lock);
+                if self.outstanding.load(Ordering::SeqCst) > 0 {
+                    return;
+                }
+                lock(&self.keepalive).take()
+            };
+            // Possibly the last handle: the workers stop (this one once this job returns).
+            drop(exec);
+        }
+    }
+
     /// Stores a put and wakes what waits for it.
-    fn store(self: &Arc<Self>, put: PendingPut, by: &str) {
+    fn store(&self, put: PendingPut, by: &str) {
         let waiters = {
             let mut slots = put.items.slots();
             let slot = slots
@@ -246,103 +399,34 @@ impl GraphInner {
         };
         for w in waiters {
             match w {
-                Waiter::Rerun(i) => i.arrived(false),
-                Waiter::Input(i) => i.arrived(true),
+                Waiter::Rerun(i) => i.arrived(false, &self.pool),
+                Waiter::Input(i) => i.arrived(true, &self.pool),
             }
-        }
-    }
-
-    /// A tag put: an instance of every step collection the tag collection prescribes.
-    fn prescribe(self: &Arc<Self>, tags: &TagCollection, tag: Tag) {
-        if tags.inner.memoize.load(Ordering::Relaxed) && !lock(&tags.inner.seen).insert(tag.clone())
-        {
-            return;
-        }
-        let steps = lock(&tags.inner.prescribes).clone();
-        for s in steps.iter() {
-            let instance = Arc::new(Instance {
-                steps: s.clone(),
-                tag: tag.clone(),
-                inputs_left: AtomicUsize::new(1),
-                graph: Arc::downgrade(self),
-            });
-            let inputs = s
-                .inner
-                .depends
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .map(|f| f(&tag));
-            match inputs {
-                None => self.schedule(instance),
-                Some(inputs) => self.await_inputs(instance, &inputs),
-            }
-        }
-    }
-
-    /// Dependency tuning: schedules `instance` once every input is there.
-    fn await_inputs(self: &Arc<Self>, instance: Arc<Instance>, inputs: &[(ItemCollection, Tag)]) {
-        instance
-            .inputs_left
-            .fetch_add(inputs.len(), Ordering::AcqRel);
-        for (items, tag) in inputs {
-            let mut slots = items.inner.slots();
-            match slots
-                .entry(tag.clone())
-                .or_insert(Slot::Waiting(Vec::new()))
-            {
-                Slot::Waiting(w) => w.push(Waiter::Input(instance.clone())),
-                // Present, or freed (the step's get then reports it).
-                _ => {
-                    drop(slots);
-                    instance.input_arrived();
-                }
-            }
-        }
-        // The registration's own count.
-        if instance.input_arrived() {
-            self.schedule(instance);
-        }
-    }
-
-    fn schedule(self: &Arc<Self>, instance: Arc<Instance>) {
-        self.outstanding.fetch_add(1, Ordering::SeqCst);
-        let graph = self.clone();
-        let priority = instance.steps.priority_of(&instance.tag);
-        self.exec.spawn(priority, move || {
-            graph.run(instance);
-            graph.finished();
-        });
-    }
-
-    fn finished(&self) {
-        if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let _g = lock(&self.quiet_lock);
-            self.quiet.notify_all();
         }
     }
 
     /// Runs one instance and applies what it did.
-    fn run(self: &Arc<Self>, instance: Arc<Instance>) {
-        if self.failed() {
-            return;
-        }
-        let steps = instance.steps.inner.clone();
-        let mut ctx = StepCtx {
-            waiter: instance.clone(),
-            tag: instance.tag.clone(),
-            puts: Vec::new(),
-            tag_puts: Vec::new(),
-            gets: Vec::new(),
-            freed: None,
-        };
-        let start = self.exec.tracing().then(Instant::now);
-        let tag = instance.tag.clone();
-        let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, &tag)));
+    fn run(&self, instance: &Arc<Instance>) {
+        let steps: &StepsInner = &instance.steps.inner;
+        let tag = &instance.tag;
+        let mut ctx = StepCtx::new(tag.clone());
+        let start = self.pool.tracing().then(Instant::now);
+        let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, tag)));
         if let Some(start) = start {
-            self.exec.record(&steps.name, || tag.to_string(), start);
+            self.pool.record(&steps.name, || tag.to_string(), start);
         }
-        if let Some((items, t)) = ctx.freed.take() {
+        let StepCtx {
+            puts,
+            tag_puts,
+            gets,
+            missing,
+            freed,
+            ..
+        } = ctx;
+        for (items, t) in missing {
+            self.suspend(instance, &items, t);
+        }
+        if let Some((items, t)) = freed {
             self.fail(GraphError::Freed {
                 collection: items.name.to_string(),
                 tag: t,
@@ -356,7 +440,7 @@ impl GraphInner {
             message,
         };
         match outcome {
-            // Suspended: registered as a waiter by the get; runs again when the item arrives.
+            // Suspended: registered as a waiter above; runs again when the item arrives.
             Ok(Err(StepError::Missing)) => {}
             Ok(Err(StepError::Failed(m))) => self.fail(failed(m)),
             Err(panic) => {
@@ -367,13 +451,34 @@ impl GraphInner {
                     .unwrap_or_else(|| "a panic".to_owned());
                 self.fail(failed(format!("panicked: {m}")));
             }
-            Ok(Ok(())) => self.commit(ctx, &steps.name),
+            Ok(Ok(())) => {
+                self.count_gets(gets, &steps.name);
+                for put in puts {
+                    self.store(put, &steps.name);
+                }
+                for (tags, tag) in tag_puts {
+                    prescribe(&self.pool, &tags, tag);
+                }
+            }
         }
     }
 
-    /// A completed step's effects: its gets count, then its puts and tag puts happen.
-    fn commit(self: &Arc<Self>, ctx: StepCtx, step: &str) {
-        for (items, tag) in ctx.gets {
+    /// `instance` found `tag` missing from `items`: it runs again once the item is there,
+    /// or now if it arrived while the instance ran.
+    fn suspend(&self, instance: &Arc<Instance>, items: &ItemsInner, tag: Tag) {
+        let mut slots = items.slots();
+        match slots.entry(tag).or_insert(Slot::Waiting(Vec::new())) {
+            Slot::Waiting(w) => w.push(Waiter::Rerun(instance.clone())),
+            _ => {
+                drop(slots);
+                schedule(&self.pool, instance.clone());
+            }
+        }
+    }
+
+    /// A completed step's gets count towards freeing their items.
+    fn count_gets(&self, gets: Vec<(Arc<ItemsInner>, Tag)>, step: &str) {
+        for (items, tag) in gets {
             let mut slots = items.slots();
             let freed = match slots.get_mut(&tag) {
                 Some(Slot::Present {
@@ -396,12 +501,6 @@ impl GraphInner {
             if freed {
                 slots.insert(tag, Slot::Freed);
             }
-        }
-        for put in ctx.puts {
-            self.store(put, step);
-        }
-        for (tags, tag) in ctx.tag_puts {
-            self.prescribe(&tags, tag);
         }
     }
 }
