@@ -50,7 +50,11 @@ pub(crate) enum Job {
 impl Job {
     fn run(self) {
         match self {
-            Job::Closure(f) => f(),
+            Job::Closure(f) => {
+                // A closure may wait for a graph: what earlier instances held back is due.
+                crate::graph::settle();
+                f()
+            }
             Job::Task(t) => t.run(),
         }
     }
@@ -321,6 +325,9 @@ impl Pool {
 
     /// Sleeps until woken, unless a job is queued or the pool stops.
     fn sleep(&self) {
+        // Tests widen the window in which a spawn races with going to sleep.
+        #[cfg(test)]
+        tests::dawdle();
         let sleep = &self.sleep;
         let mut st = lock(&sleep.state);
         st.sleepers += 1;
@@ -413,6 +420,12 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
             idle = 0;
             continue;
         }
+        if idle == IDLE_ROUNDS / 4 {
+            // Out of work for a moment: what finished instances held back is due (a graph
+            // may be waited for). Not at once, as more work often follows within a few
+            // rounds, and settling each time would touch the shared counts once per job.
+            crate::graph::settle();
+        }
         if idle < IDLE_ROUNDS {
             if idle < IDLE_ROUNDS / 2 {
                 std::hint::spin_loop();
@@ -425,5 +438,75 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
         idle = 0;
         pool.sleep();
     }
+    crate::graph::settle();
     LOCAL.with(|l| l.set(None));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    /// Between a worker's last look for work and its going to sleep.
+    pub(super) fn dawdle() {
+        let until = Instant::now() + Duration::from_micros(20);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Lets the workers reach a different point of going to sleep each round: the pauses
+    /// sweep the idle rounds in steps of a few tens of nanoseconds, and some outlast them.
+    fn pause(round: u32) {
+        if round % 16 == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+            return;
+        }
+        let until = Instant::now() + Duration::from_nanos(u64::from(round) * 37 % 150_000);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Without naps to fall back on, a lost wake-up leaves a job queued while every worker
+    /// sleeps, and its round never ends.
+    #[test]
+    fn a_spawn_from_outside_wakes_a_sleeping_worker() {
+        for workers in [1, 2] {
+            let exec = Executor::with_nap(workers, None);
+            let (tx, rx) = mpsc::channel();
+            for round in 0..12_000u32 {
+                let tx = tx.clone();
+                let priority = if round % 3 == 0 {
+                    Priority::High
+                } else {
+                    Priority::Normal
+                };
+                exec.spawn(priority, move || tx.send(round).unwrap());
+                assert_eq!(rx.recv_timeout(PATIENCE), Ok(round), "{workers} workers");
+                pause(round);
+            }
+        }
+    }
+
+    /// A job on one worker pushes another to its own deque and waits for it: only the other
+    /// worker, asleep, can run it.
+    #[test]
+    fn a_spawn_from_a_worker_wakes_another() {
+        let exec = Executor::with_nap(2, None);
+        let (tx, rx) = mpsc::channel();
+        for round in 0..6000u32 {
+            let (tx, inner) = (tx.clone(), exec.clone());
+            exec.spawn(Priority::Normal, move || {
+                let (ran, wait) = mpsc::channel();
+                inner.spawn(Priority::Normal, move || ran.send(()).unwrap());
+                wait.recv_timeout(PATIENCE).unwrap();
+                tx.send(round).unwrap();
+            });
+            assert_eq!(rx.recv_timeout(PATIENCE), Ok(round));
+            pause(round);
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! graph. The workers are kept running while instances are in flight by the graph's handles,
 //! and once the last handle is gone by [`Sched`]'s `keepalive` until the graph is quiet.
 
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
@@ -55,19 +56,139 @@ impl Awaiting for Instance {
 impl Task for Instance {
     fn run(self: Arc<Self>) {
         let sched = self.sched();
+        Settle::enter(sched);
         if !sched.failed() {
             sched.run(&self);
         }
-        sched.finished();
+        Settle::finished(self);
     }
+}
+
+/// How many step collections a worker holds back from releasing at most.
+const RELEASE_BATCH: usize = 64;
+
+/// What a worker holds back from its finished instances: the graph's count of instances in
+/// flight and the step collections' reference counts are touched by whoever schedules an
+/// instance too, so touching them once per instance moves their cache lines between the
+/// scheduling thread and the worker every time. The worker keeps the decrements and releases
+/// them together when it runs out of work, runs an instance of another graph or a job that
+/// is not an instance, or has held back [`RELEASE_BATCH`] releases.
+///
+/// Holding back a finished instance's count only keeps its graph from looking quiet a little
+/// longer: the count is never below the instances truly in flight. A worker scheduling an
+/// instance of the graph whose finishes it holds back takes one of them instead of counting
+/// the new one (the sum is the same).
+#[derive(Default)]
+struct Settle {
+    sched: Option<Arc<Sched>>,
+    /// Finished instances of `sched` not yet taken off its count.
+    finished: usize,
+    released: Vec<StepCollection>,
+}
+
+thread_local! {
+    static SETTLE: RefCell<Settle> = RefCell::new(Settle::default());
+}
+
+impl Settle {
+    /// This worker starts an instance of `sched`'s graph: what it holds back for another
+    /// graph is due, as the instance may wait for that graph.
+    fn enter(sched: &Sched) {
+        let other = SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            match &s.sched {
+                Some(held) if !std::ptr::eq(&**held, sched) => Some(s.take()),
+                _ => None,
+            }
+        });
+        if let Some(other) = other {
+            other.apply();
+        }
+    }
+
+    /// `instance` finished on this worker.
+    fn finished(instance: Arc<Instance>) {
+        let due = SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            let sched = instance.sched();
+            let due = match &s.sched {
+                Some(held) if std::ptr::eq(&**held, sched) => None,
+                // Another graph's (`enter` settles those, but the body may have run one).
+                Some(_) => Some(s.take()),
+                None => None,
+            };
+            if s.sched.is_none() {
+                s.sched = Some(instance.steps.inner.sched.clone());
+            }
+            s.finished += 1;
+            if let Some(instance) = Arc::into_inner(instance) {
+                s.released.push(instance.steps);
+            }
+            due.or_else(|| (s.released.len() >= RELEASE_BATCH).then(|| s.take_released()))
+        });
+        // Outside the borrow: releasing a step collection may drop what its body captured.
+        if let Some(due) = due {
+            due.apply();
+        }
+    }
+
+    /// Takes one held-back finish of `sched`, if this worker holds any.
+    fn take_finish(sched: &Sched) -> bool {
+        SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            let held = s
+                .sched
+                .as_ref()
+                .is_some_and(|held| std::ptr::eq(&**held, sched));
+            if held && s.finished > 0 {
+                s.finished -= 1;
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    fn take(&mut self) -> Settle {
+        std::mem::take(self)
+    }
+
+    fn take_released(&mut self) -> Settle {
+        Settle {
+            sched: None,
+            finished: 0,
+            released: std::mem::take(&mut self.released),
+        }
+    }
+
+    fn apply(self) {
+        drop(self.released);
+        if let Some(sched) = self.sched {
+            if self.finished > 0 {
+                sched.finished(self.finished);
+            }
+        }
+    }
+}
+
+/// Applies what this worker held back from its finished instances (see [`Settle`]).
+pub(crate) fn settle() {
+    let held = SETTLE.with(|s| s.borrow_mut().take());
+    held.apply();
 }
 
 /// What scheduling and running a graph's instances needs; every step collection of the graph
 /// holds it.
+///
+/// Aligned so that its reference count, changed when a worker switches graphs, shares no
+/// cache line with what every instance reads; `outstanding`, changed by every scheduling,
+/// has a line of its own.
+#[repr(align(128))]
 pub(crate) struct Sched {
     pool: Arc<Pool>,
-    /// Instances scheduled or running: the graph is quiet when none is.
-    outstanding: AtomicUsize,
+    /// Instances scheduled or running (or held back, see [`Settle`]): the graph is quiet
+    /// when none is.
+    outstanding: CacheLine<AtomicUsize>,
     /// Threads in [`Graph::wait`]: an instance that leaves the graph quiet takes the lock to
     /// wake them only when there are some.
     waiting: AtomicUsize,
@@ -103,6 +224,18 @@ impl Drop for GraphInner {
     }
 }
 
+/// A value alone on its cache lines (two, as adjacent lines are fetched together).
+#[repr(align(128))]
+#[derive(Default)]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -131,7 +264,7 @@ impl Graph {
     pub fn new(exec: Executor) -> Self {
         let sched = Arc::new(Sched {
             pool: exec.pool().clone(),
-            outstanding: AtomicUsize::new(0),
+            outstanding: CacheLine::default(),
             waiting: AtomicUsize::new(0),
             orphaned: AtomicBool::new(false),
             keepalive: Mutex::new(None),
@@ -312,7 +445,9 @@ fn await_inputs(via: &Pool, instance: Arc<Instance>, inputs: &[(ItemCollection, 
 /// scheduled it, the same but for a tag collection prescribing another graph's steps.
 fn schedule(via: &Pool, instance: Arc<Instance>) {
     let sched = instance.sched();
-    sched.outstanding.fetch_add(1, Ordering::SeqCst);
+    if !Settle::take_finish(sched) {
+        sched.outstanding.fetch_add(1, Ordering::SeqCst);
+    }
     let priority = instance.steps.priority_of(&instance.tag);
     if std::ptr::eq(&*sched.pool, via) {
         via.submit_task(priority, instance);
@@ -346,9 +481,9 @@ impl Sched {
         self.waiting.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// An instance is done.
-    fn finished(&self) {
-        if self.outstanding.fetch_sub(1, Ordering::SeqCst) != 1 {
+    /// `n` instances are done.
+    fn finished(&self, n: usize) {
+        if self.outstanding.fetch_sub(n, Ordering::SeqCst) != n {
             return;
         }
         // Both pair with the increment and then the load of a waiter or a dropped graph:
@@ -502,5 +637,84 @@ impl Sched {
                 slots.insert(tag, Slot::Freed);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Runs `f` on a thread of its own and fails if it does not end in time: a wait that
+    /// never sees its graph quiet blocks for ever.
+    fn within(f: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a wait did not end");
+    }
+
+    /// Workers hold back their finished instances until they run out of work; the workers
+    /// never nap, so only that keeps a wait from blocking for ever.
+    #[test]
+    fn a_wait_ends_once_the_last_instance_ends() {
+        within(|| {
+            let g = Graph::new(Executor::with_nap(2, None));
+            let t = g.tags("t");
+            let s = g.steps("s", |_, _| Ok(()));
+            t.prescribes(&s);
+            for round in 0..3000 {
+                for i in 0..round % 4 {
+                    g.put_tag(&t, (round, i));
+                }
+                g.wait().unwrap();
+            }
+        });
+    }
+
+    /// The only worker runs an instance of `a`, holding back its finish, then a step of `b`
+    /// that waits for `a`.
+    #[test]
+    fn a_step_may_wait_for_a_graph_whose_instance_its_worker_just_ran() {
+        within(|| {
+            let exec = Executor::with_nap(1, None);
+            let (first, a, b) = (
+                Graph::new(exec.clone()),
+                Graph::new(exec.clone()),
+                Graph::new(exec),
+            );
+            let gate = Arc::new(Mutex::new(()));
+            let held = lock(&gate);
+            let started = Arc::new(AtomicBool::new(false));
+            let (g, st) = (gate.clone(), started.clone());
+            // Holds the worker until both instances are queued, so that it runs them in a row.
+            let hold = first.steps("hold", move |_, _| {
+                st.store(true, Ordering::SeqCst);
+                drop(lock(&g));
+                Ok(())
+            });
+            let empty = a.steps("empty", |_, _| Ok(()));
+            let a2 = a.clone();
+            let waits = b.steps("waits", move |_, _| {
+                a2.wait().map_err(|e| StepError::failed(e.to_string()))
+            });
+            let (t0, t1, t2) = (first.tags("t"), a.tags("t"), b.tags("t"));
+            t0.prescribes(&hold);
+            t1.prescribes(&empty);
+            t2.prescribes(&waits);
+            first.put_tag(&t0, 0);
+            while !started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            a.put_tag(&t1, 0);
+            b.put_tag(&t2, 0);
+            drop(held);
+            b.wait().unwrap();
+            first.wait().unwrap();
+        });
     }
 }

@@ -18,6 +18,9 @@ pub(crate) type StepFn = dyn Fn(&mut StepCtx, &Tag) -> Result<(), StepError> + S
 pub(crate) type DependsFn = dyn Fn(&Tag) -> Vec<(ItemCollection, Tag)> + Send + Sync;
 pub(crate) type PriorityFn = dyn Fn(&Tag) -> Priority + Send + Sync;
 
+/// Aligned so that its reference count, changed for every instance, shares no cache line
+/// with what every instance reads.
+#[repr(align(128))]
 pub(crate) struct StepsInner {
     pub(crate) name: Arc<str>,
     pub(crate) body: Box<StepFn>,
