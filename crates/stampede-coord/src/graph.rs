@@ -87,7 +87,13 @@ struct Settle {
 }
 
 thread_local! {
-    static SETTLE: RefCell<Settle> = RefCell::new(Settle::default());
+    static SETTLE: RefCell<Settle> = const {
+        RefCell::new(Settle {
+            sched: None,
+            finished: 0,
+            released: Vec::new(),
+        })
+    };
 }
 
 impl Settle {
@@ -162,7 +168,17 @@ impl Settle {
     }
 
     fn apply(self) {
-        drop(self.released);
+        let mut released = self.released;
+        released.clear();
+        if released.capacity() > 0 {
+            // Back for the next batch, unless one was started meanwhile.
+            SETTLE.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.released.capacity() == 0 {
+                    s.released = released;
+                }
+            });
+        }
         if let Some(sched) = self.sched {
             if self.finished > 0 {
                 sched.finished(self.finished);
