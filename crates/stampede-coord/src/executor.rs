@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
+use crate::graph::Instance;
+
 /// How urgent a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Priority {
@@ -35,16 +37,14 @@ pub struct TraceEvent {
     pub end: Duration,
 }
 
-/// Work the coordination layer queues without boxing a closure: a step instance is its own
-/// job, so scheduling one allocates nothing more.
-pub(crate) trait Task: Send + Sync {
-    /// Runs it (once per queuing).
-    fn run(self: Arc<Self>);
-}
-
+/// A queued job. A step instance travels as it is: scheduling one allocates nothing, and
+/// the worker that runs it frees nothing (unless it is suspended, when it is shared with the
+/// items it waits for).
 pub(crate) enum Job {
     Closure(Box<dyn FnOnce() + Send>),
-    Task(Arc<dyn Task>),
+    Instance(Instance),
+    /// An instance that waited for items, which may still refer to it.
+    Shared(Arc<Instance>),
 }
 
 impl Job {
@@ -55,7 +55,8 @@ impl Job {
                 crate::graph::settle();
                 f()
             }
-            Job::Task(t) => t.run(),
+            Job::Instance(i) => i.run(),
+            Job::Shared(i) => Instance::run_shared(i),
         }
     }
 }
@@ -96,7 +97,7 @@ pub(crate) struct Pool {
     id: usize,
 }
 
-pub(crate) struct Shared {
+struct Shared {
     pool: Arc<Pool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -277,11 +278,6 @@ impl Pool {
         if self.sleep.sleeping.load(Ordering::Relaxed) > 0 {
             self.wake_one();
         }
-    }
-
-    /// Queues a task: see [`Executor::spawn`].
-    pub(crate) fn submit_task(&self, priority: Priority, task: Arc<dyn Task>) {
-        self.submit(priority, Job::Task(task));
     }
 
     /// Hands a wake-up to one sleeping worker, if one is still unwoken.

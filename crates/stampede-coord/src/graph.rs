@@ -1,12 +1,15 @@
 //! A Concurrent Collections graph: its collections, the environment's puts and gets, the
 //! scheduling of step instances on the executor, and quiescence.
 //!
-//! A step instance is its own executor job, and it reaches what scheduling needs (the
-//! executor's queues, the count of instances in flight, the first failure: [`Sched`])
-//! through its step collection, so scheduling and running one counts no reference to the
-//! graph. The workers are kept running while instances are in flight by the graph's handles,
-//! and once the last handle is gone by [`Sched`]'s `keepalive` until the graph is quiet.
+//! A step instance travels through the executor's queues as it is, behind an `Arc` only while
+//! it waits for items, and it reaches what scheduling needs (the executor's queues, the count
+//! of instances in flight, the first failure: [`Sched`]) through its step collection, so
+//! scheduling and running one allocates nothing and counts no reference to the graph. The
+//! workers are kept running while instances are in flight by the graph's handles, and once
+//! the last handle is gone by [`Sched`]'s `keepalive` until the graph is quiet. Workers hold
+//! back their finished instances' bookkeeping for a while (see [`Settle`]).
 
+use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,7 +19,7 @@ use std::time::Instant;
 use stampede_core::Item;
 
 use crate::error::{GraphError, StepError};
-use crate::executor::{Executor, Pool, Task, TraceEvent};
+use crate::executor::{Executor, Job, Pool, TraceEvent};
 use crate::items::{Awaiting, ItemCollection, ItemsInner, Slot, Waiter};
 use crate::steps::{PendingPut, Prescribed, StepCollection, StepCtx, StepsInner, TagCollection};
 use crate::tag::Tag;
@@ -38,6 +41,29 @@ impl Instance {
     fn sched(&self) -> &Sched {
         &self.steps.inner.sched
     }
+
+    /// Runs it on this worker, queued as it is.
+    pub(crate) fn run(self) {
+        let sched = self.sched();
+        Settle::enter(sched);
+        let missing = sched.run(&self);
+        if missing.is_empty() {
+            Settle::finished(self.steps);
+        } else {
+            let shared = Arc::new(self);
+            shared.sched().suspend(&shared, missing);
+            Settle::finished_shared(shared);
+        }
+    }
+
+    /// Runs it on this worker, shared with the items it waited for.
+    pub(crate) fn run_shared(self: Arc<Self>) {
+        let sched = self.sched();
+        Settle::enter(sched);
+        let missing = sched.run(&self);
+        sched.suspend(&self, missing);
+        Settle::finished_shared(self);
+    }
 }
 
 impl Awaiting for Instance {
@@ -45,22 +71,11 @@ impl Awaiting for Instance {
         if input && !self.input_arrived() {
             return;
         }
-        schedule(via, self);
+        schedule(via, self, Job::Shared);
     }
 
     fn label(&self) -> (String, Tag) {
         (self.steps.name().to_owned(), self.tag.clone())
-    }
-}
-
-impl Task for Instance {
-    fn run(self: Arc<Self>) {
-        let sched = self.sched();
-        Settle::enter(sched);
-        if !sched.failed() {
-            sched.run(&self);
-        }
-        Settle::finished(self);
     }
 }
 
@@ -112,29 +127,38 @@ impl Settle {
         }
     }
 
-    /// `instance` finished on this worker.
-    fn finished(instance: Arc<Instance>) {
+    /// An instance of `steps` finished on this worker; `steps` is its reference.
+    fn finished(steps: StepCollection) {
         let due = SETTLE.with(|s| {
             let mut s = s.borrow_mut();
-            let sched = instance.sched();
+            let sched = &steps.inner.sched;
             let due = match &s.sched {
-                Some(held) if std::ptr::eq(&**held, sched) => None,
-                // Another graph's (`enter` settles those, but the body may have run one).
+                Some(held) if Arc::ptr_eq(held, sched) => None,
+                // Another graph's: not expected, as `enter` settled those.
                 Some(_) => Some(s.take()),
                 None => None,
             };
             if s.sched.is_none() {
-                s.sched = Some(instance.steps.inner.sched.clone());
+                s.sched = Some(sched.clone());
             }
             s.finished += 1;
-            if let Some(instance) = Arc::into_inner(instance) {
-                s.released.push(instance.steps);
-            }
+            s.released.push(steps);
             due.or_else(|| (s.released.len() >= RELEASE_BATCH).then(|| s.take_released()))
         });
         // Outside the borrow: releasing a step collection may drop what its body captured.
         if let Some(due) = due {
             due.apply();
+        }
+    }
+
+    /// A shared instance finished on this worker; items may still refer to it.
+    fn finished_shared(instance: Arc<Instance>) {
+        match Arc::try_unwrap(instance) {
+            Ok(instance) => Settle::finished(instance.steps),
+            Err(shared) => {
+                // Counted as finished now; released with its last reference.
+                Settle::finished(shared.steps.clone());
+            }
         }
     }
 
@@ -421,14 +445,14 @@ fn prescribe(via: &Pool, tags: &TagCollection, tag: Tag) {
 /// A new instance of `steps` for `tag`: scheduled now, or once its inputs are there.
 fn start(via: &Pool, steps: StepCollection, tag: Tag) {
     let inputs = steps.inputs_of(&tag);
-    let instance = Arc::new(Instance {
+    let instance = Instance {
         steps,
         tag,
         inputs_left: AtomicUsize::new(1),
-    });
+    };
     match inputs {
-        None => schedule(via, instance),
-        Some(inputs) => await_inputs(via, instance, &inputs),
+        None => schedule(via, instance, Job::Instance),
+        Some(inputs) => await_inputs(via, Arc::new(instance), &inputs),
     }
 }
 
@@ -453,23 +477,25 @@ fn await_inputs(via: &Pool, instance: Arc<Instance>, inputs: &[(ItemCollection, 
     }
     // The registration's own count.
     if instance.input_arrived() {
-        schedule(via, instance);
+        schedule(via, instance, Job::Shared);
     }
 }
 
-/// Queues `instance` on its graph's executor; `via` is the executor of the graph that
-/// scheduled it, the same but for a tag collection prescribing another graph's steps.
-fn schedule(via: &Pool, instance: Arc<Instance>) {
-    let sched = instance.sched();
+/// Queues `instance` (an [`Instance`] or an `Arc` of one, made a job by `job`) on its
+/// graph's executor; `via` is the executor of the graph that scheduled it, the same but for
+/// a tag collection prescribing another graph's steps.
+fn schedule<I: Borrow<Instance>>(via: &Pool, instance: I, job: fn(I) -> Job) {
+    let it = instance.borrow();
+    let sched = it.sched();
     if !Settle::take_finish(sched) {
         sched.outstanding.fetch_add(1, Ordering::SeqCst);
     }
-    let priority = instance.steps.priority_of(&instance.tag);
+    let priority = it.steps.priority_of(&it.tag);
     if std::ptr::eq(&*sched.pool, via) {
-        via.submit_task(priority, instance);
+        via.submit(priority, job(instance));
     } else {
         let pool = sched.pool.clone();
-        pool.submit_task(priority, instance);
+        pool.submit(priority, job(instance));
     }
 }
 
@@ -556,8 +582,12 @@ impl Sched {
         }
     }
 
-    /// Runs one instance and applies what it did.
-    fn run(&self, instance: &Arc<Instance>) {
+    /// Runs one instance and applies what it did; returns the gets that found nothing, for
+    /// the instance to wait for.
+    fn run(&self, instance: &Instance) -> Vec<(Arc<ItemsInner>, Tag)> {
+        if self.failed() {
+            return Vec::new();
+        }
         let steps: &StepsInner = &instance.steps.inner;
         let tag = &instance.tag;
         let mut ctx = StepCtx::new(tag.clone());
@@ -574,16 +604,13 @@ impl Sched {
             freed,
             ..
         } = ctx;
-        for (items, t) in missing {
-            self.suspend(instance, &items, t);
-        }
         if let Some((items, t)) = freed {
             self.fail(GraphError::Freed {
                 collection: items.name.to_string(),
                 tag: t,
                 step: steps.name.to_string(),
             });
-            return;
+            return missing;
         }
         let failed = |message: String| GraphError::StepFailed {
             step: steps.name.to_string(),
@@ -591,7 +618,7 @@ impl Sched {
             message,
         };
         match outcome {
-            // Suspended: registered as a waiter above; runs again when the item arrives.
+            // Suspended: waits for its missing items (see `suspend`).
             Ok(Err(StepError::Missing)) => {}
             Ok(Err(StepError::Failed(m))) => self.fail(failed(m)),
             Err(panic) => {
@@ -612,17 +639,20 @@ impl Sched {
                 }
             }
         }
+        missing
     }
 
-    /// `instance` found `tag` missing from `items`: it runs again once the item is there,
-    /// or now if it arrived while the instance ran.
-    fn suspend(&self, instance: &Arc<Instance>, items: &ItemsInner, tag: Tag) {
-        let mut slots = items.slots();
-        match slots.entry(tag).or_insert(Slot::Waiting(Vec::new())) {
-            Slot::Waiting(w) => w.push(Waiter::Rerun(instance.clone())),
-            _ => {
-                drop(slots);
-                schedule(&self.pool, instance.clone());
+    /// `instance` found these items missing: it runs again once each is there, or now for
+    /// one that arrived while it ran.
+    fn suspend(&self, instance: &Arc<Instance>, missing: Vec<(Arc<ItemsInner>, Tag)>) {
+        for (items, tag) in missing {
+            let mut slots = items.slots();
+            match slots.entry(tag).or_insert(Slot::Waiting(Vec::new())) {
+                Slot::Waiting(w) => w.push(Waiter::Rerun(instance.clone())),
+                _ => {
+                    drop(slots);
+                    schedule(&self.pool, instance.clone(), Job::Shared);
+                }
             }
         }
     }
