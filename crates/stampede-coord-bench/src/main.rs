@@ -22,6 +22,10 @@ struct Cli {
     /// Runs per figure (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
+    /// Worker counts to measure (repeat the option for several); one and every processor
+    /// when not given.
+    #[arg(long = "workers")]
+    workers: Vec<usize>,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results/coord.json")]
     out: PathBuf,
@@ -69,7 +73,12 @@ fn main() {
         "{:<24}{:>8}{:>14}{:>14}{:>8}",
         "metric", "workers", "cnc ns/task", "rayon ns", "ratio"
     );
-    for workers in [1, all] {
+    let counts = if cli.workers.is_empty() {
+        vec![1, all]
+    } else {
+        cli.workers.clone()
+    };
+    for workers in counts {
         // Warm-up: threads, allocator, caches.
         cnc_steps(workers, cli.tasks / 10);
         rayon_spawns(workers, cli.tasks / 10);

@@ -3,12 +3,14 @@
 //! queue that workers look at first, for work on the critical path.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use crate::graph::Instance;
 
 /// How urgent a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -35,18 +37,57 @@ pub struct TraceEvent {
     pub end: Duration,
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+/// A queued job. A step instance travels as it is: scheduling one allocates nothing, and
+/// the worker that runs it frees nothing (unless it is suspended, when it is shared with the
+/// items it waits for).
+pub(crate) enum Job {
+    Closure(Box<dyn FnOnce() + Send>),
+    Instance(Instance),
+    /// An instance that waited for items, which may still refer to it.
+    Shared(Arc<Instance>),
+}
 
-struct Pool {
+impl Job {
+    fn run(self) {
+        match self {
+            Job::Closure(f) => {
+                // A closure may wait for a graph: what earlier instances held back is due.
+                crate::graph::settle();
+                f()
+            }
+            Job::Instance(i) => i.run(),
+            Job::Shared(i) => Instance::run_shared(i),
+        }
+    }
+}
+
+/// Idle workers. A worker goes to sleep only after announcing itself in `sleeping` and then
+/// finding every queue empty; a spawn pushes its job and then reads `sleeping`. A fence on
+/// each side between the two steps means either the spawn sees the sleeper and wakes it, or
+/// the sleeper sees the job and stays up: a worker never sleeps while a job is queued.
+struct Sleep {
+    /// Workers asleep (or about to be) that no spawn has woken yet; mirrors
+    /// `state.sleepers` for spawns to read without the lock.
+    sleeping: AtomicUsize,
+    state: Mutex<SleepState>,
+    wake: Condvar,
+}
+
+/// Every worker waiting on the condition variable is counted once, in `sleepers` until a
+/// spawn hands it a wake-up, then in `wakeups` until it takes one (any waiter may take it).
+#[derive(Default)]
+struct SleepState {
+    sleepers: usize,
+    wakeups: usize,
+}
+
+pub(crate) struct Pool {
     injector: Injector<Job>,
     urgent: Injector<Job>,
     stealers: Vec<Stealer<Job>>,
-    /// Jobs queued and not yet taken: a worker sleeps only when it is zero.
-    queued: AtomicUsize,
-    /// Workers asleep (or about to be): a spawn takes the lock to wake one only then.
-    sleeping: AtomicUsize,
-    sleepers: Mutex<usize>,
-    wake: Condvar,
+    sleep: Sleep,
+    /// How long a sleeping worker waits before looking again by itself, if ever.
+    nap: Option<Duration>,
     stop: AtomicBool,
     tracing: AtomicBool,
     traces: Vec<Mutex<Vec<TraceEvent>>>,
@@ -65,8 +106,8 @@ impl Drop for Shared {
     fn drop(&mut self) {
         self.pool.stop.store(true, Ordering::SeqCst);
         {
-            let _g = lock(&self.pool.sleepers);
-            self.pool.wake.notify_all();
+            let _g = lock(&self.pool.sleep.state);
+            self.pool.sleep.wake.notify_all();
         }
         let me = std::thread::current().id();
         for t in lock(&self.threads).drain(..) {
@@ -111,19 +152,31 @@ impl Default for Executor {
     }
 }
 
+/// How long a sleeping worker waits before looking for work by itself. Nothing relies on it
+/// (spawns wake sleepers); it bounds the cost of a wake-up lost to a fault.
+const NAP: Duration = Duration::from_millis(100);
+
 impl Executor {
     /// A pool of `workers` threads (at least one).
     pub fn new(workers: usize) -> Self {
+        Executor::with_nap(workers, Some(NAP))
+    }
+
+    /// A pool whose sleeping workers look for work by themselves every `nap`, or only when
+    /// woken (`None`).
+    pub(crate) fn with_nap(workers: usize, nap: Option<Duration>) -> Self {
         let workers = workers.max(1);
         let locals: Vec<Worker<Job>> = (0..workers).map(|_| Worker::new_lifo()).collect();
         let pool = Arc::new(Pool {
             injector: Injector::new(),
             urgent: Injector::new(),
             stealers: locals.iter().map(Worker::stealer).collect(),
-            queued: AtomicUsize::new(0),
-            sleeping: AtomicUsize::new(0),
-            sleepers: Mutex::new(0),
-            wake: Condvar::new(),
+            sleep: Sleep {
+                sleeping: AtomicUsize::new(0),
+                state: Mutex::new(SleepState::default()),
+                wake: Condvar::new(),
+            },
+            nap,
             stop: AtomicBool::new(false),
             tracing: AtomicBool::new(false),
             traces: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
@@ -149,6 +202,11 @@ impl Executor {
         }
     }
 
+    /// The queues and workers' state, without keeping the workers running.
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        &self.shared.pool
+    }
+
     /// How many workers it has.
     pub fn workers(&self) -> usize {
         self.shared.pool.stealers.len()
@@ -156,30 +214,15 @@ impl Executor {
 
     /// The index of the worker running the caller, if it is one of this executor's.
     pub fn current_worker(&self) -> Option<usize> {
-        LOCAL
-            .with(Cell::get)
-            .and_then(|(id, i, _)| (id == self.shared.pool.id).then_some(i))
+        self.shared.pool.current_worker()
     }
 
     /// Runs `job` on a worker. From one of this executor's workers a normal job goes to that
     /// worker's own deque (others steal it when idle); from elsewhere, to the global queue.
     pub fn spawn(&self, priority: Priority, job: impl FnOnce() + Send + 'static) {
-        let pool = &self.shared.pool;
-        let job: Job = Box::new(job);
-        pool.queued.fetch_add(1, Ordering::SeqCst);
-        match priority {
-            Priority::High => pool.urgent.push(job),
-            Priority::Normal => match LOCAL.with(Cell::get) {
-                // SAFETY: the pointer is the running worker's own deque, alive for as long as
-                // that worker's loop runs, which is while this thread runs a job of it.
-                Some((id, _, local)) if id == pool.id => unsafe { (*local).push(job) },
-                _ => pool.injector.push(job),
-            },
-        }
-        if pool.sleeping.load(Ordering::SeqCst) > 0 {
-            let _g = lock(&pool.sleepers);
-            pool.wake.notify_one();
-        }
+        self.shared
+            .pool
+            .submit(priority, Job::Closure(Box::new(job)));
     }
 
     /// Switches the execution trace on or off.
@@ -189,26 +232,13 @@ impl Executor {
 
     /// Whether the trace is on.
     pub fn tracing(&self) -> bool {
-        self.shared.pool.tracing.load(Ordering::Relaxed)
+        self.shared.pool.tracing()
     }
 
     /// Records a run of `name` for `tag` from `start` to now on the calling worker (nothing
     /// when tracing is off or the caller is not a worker).
     pub fn record(&self, name: &Arc<str>, tag: impl FnOnce() -> String, start: Instant) {
-        let pool = &self.shared.pool;
-        if !self.tracing() {
-            return;
-        }
-        if let Some(worker) = self.current_worker() {
-            let event = TraceEvent {
-                worker,
-                name: name.clone(),
-                tag: tag(),
-                start: start.saturating_duration_since(pool.epoch),
-                end: pool.epoch.elapsed(),
-            };
-            lock(&pool.traces[worker]).push(event);
-        }
+        self.shared.pool.record(name, tag, start);
     }
 
     /// The trace recorded so far, every worker's, by start time; the trace is emptied.
@@ -225,14 +255,127 @@ impl Executor {
     }
 }
 
+impl Pool {
+    fn current_worker(&self) -> Option<usize> {
+        LOCAL
+            .with(Cell::get)
+            .and_then(|(id, i, _)| (id == self.id).then_some(i))
+    }
+
+    /// Queues `job`: see [`Executor::spawn`].
+    pub(crate) fn submit(&self, priority: Priority, job: Job) {
+        match priority {
+            Priority::High => self.urgent.push(job),
+            Priority::Normal => match LOCAL.with(Cell::get) {
+                // SAFETY: the pointer is the running worker's own deque, alive for as long as
+                // that worker's loop runs, which is while this thread runs a job of it.
+                Some((id, _, local)) if id == self.id => unsafe { (*local).push(job) },
+                _ => self.injector.push(job),
+            },
+        }
+        // Pairs with the fence of a worker going to sleep (see `Sleep`).
+        fence(Ordering::SeqCst);
+        if self.sleep.sleeping.load(Ordering::Relaxed) > 0 {
+            self.wake_one();
+        }
+    }
+
+    /// Hands a wake-up to one sleeping worker, if one is still unwoken.
+    fn wake_one(&self) {
+        let mut st = lock(&self.sleep.state);
+        if st.sleepers > 0 {
+            st.sleepers -= 1;
+            st.wakeups += 1;
+            self.sleep.sleeping.fetch_sub(1, Ordering::Relaxed);
+            self.sleep.wake.notify_one();
+        }
+    }
+
+    /// Whether any queue holds a job.
+    fn has_work(&self) -> bool {
+        !self.urgent.is_empty()
+            || !self.injector.is_empty()
+            || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    pub(crate) fn tracing(&self) -> bool {
+        self.tracing.load(Ordering::Relaxed)
+    }
+
+    /// See [`Executor::record`].
+    pub(crate) fn record(&self, name: &Arc<str>, tag: impl FnOnce() -> String, start: Instant) {
+        if !self.tracing() {
+            return;
+        }
+        if let Some(worker) = self.current_worker() {
+            let event = TraceEvent {
+                worker,
+                name: name.clone(),
+                tag: tag(),
+                start: start.saturating_duration_since(self.epoch),
+                end: self.epoch.elapsed(),
+            };
+            lock(&self.traces[worker]).push(event);
+        }
+    }
+
+    /// Sleeps until woken, unless a job is queued or the pool stops.
+    fn sleep(&self) {
+        // Tests widen the window in which a spawn races with going to sleep.
+        #[cfg(test)]
+        tests::dawdle();
+        let sleep = &self.sleep;
+        let mut st = lock(&sleep.state);
+        st.sleepers += 1;
+        sleep.sleeping.fetch_add(1, Ordering::Relaxed);
+        // Pairs with the fence of a spawn (see `Sleep`).
+        fence(Ordering::SeqCst);
+        if self.has_work() || self.stop.load(Ordering::SeqCst) {
+            // Nobody woke this worker: only wakers and sleepers change the counts, under the
+            // lock held since the announcement.
+            st.sleepers -= 1;
+            sleep.sleeping.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        loop {
+            let timed_out = match self.nap {
+                Some(nap) => {
+                    let (g, t) = sleep
+                        .wake
+                        .wait_timeout(st, nap)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    st = g;
+                    t.timed_out()
+                }
+                None => {
+                    st = sleep.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+                    false
+                }
+            };
+            if st.wakeups > 0 {
+                st.wakeups -= 1;
+                return;
+            }
+            if timed_out || self.stop.load(Ordering::SeqCst) {
+                st.sleepers -= 1;
+                sleep.sleeping.fetch_sub(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
 fn find(pool: &Pool, me: usize, local: &Worker<Job>) -> Option<Job> {
     // Critical-path work first, then this worker's own, then the global queue, then others'.
-    // A `Retry` (a race with another thief) steals again.
-    loop {
-        match pool.urgent.steal() {
-            Steal::Success(j) => return Some(j),
-            Steal::Retry => continue,
-            Steal::Empty => break,
+    // A `Retry` (a race with another thief) steals again. A glance at the critical-path
+    // queue first spares the fence of a steal from it when it is empty (almost always).
+    if !pool.urgent.is_empty() {
+        loop {
+            match pool.urgent.steal() {
+                Steal::Success(j) => return Some(j),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
         }
     }
     if let Some(j) = local.pop() {
@@ -269,10 +412,15 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
     let mut idle = 0;
     while !pool.stop.load(Ordering::SeqCst) {
         if let Some(job) = find(pool, me, &local) {
-            pool.queued.fetch_sub(1, Ordering::SeqCst);
-            job();
+            job.run();
             idle = 0;
             continue;
+        }
+        if idle == IDLE_ROUNDS / 4 {
+            // Out of work for a moment: what finished instances held back is due (a graph
+            // may be waited for). Not at once, as more work often follows within a few
+            // rounds, and settling each time would touch the shared counts once per job.
+            crate::graph::settle();
         }
         if idle < IDLE_ROUNDS {
             if idle < IDLE_ROUNDS / 2 {
@@ -284,26 +432,77 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
             continue;
         }
         idle = 0;
-        let mut sleepers = lock(&pool.sleepers);
-        if pool.queued.load(Ordering::SeqCst) > 0 || pool.stop.load(Ordering::SeqCst) {
-            continue;
-        }
-        *sleepers += 1;
-        pool.sleeping.fetch_add(1, Ordering::SeqCst);
-        // Queued since the check above, before `sleeping` was raised: such a spawn did not
-        // look for sleepers.
-        if pool.queued.load(Ordering::SeqCst) > 0 {
-            pool.sleeping.fetch_sub(1, Ordering::SeqCst);
-            *sleepers -= 1;
-            continue;
-        }
-        // A bounded sleep: a wake-up that races with going to sleep costs at most this.
-        let (mut s, _) = pool
-            .wake
-            .wait_timeout(sleepers, Duration::from_millis(10))
-            .unwrap_or_else(PoisonError::into_inner);
-        *s -= 1;
-        pool.sleeping.fetch_sub(1, Ordering::SeqCst);
+        pool.sleep();
     }
+    crate::graph::settle();
     LOCAL.with(|l| l.set(None));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    const PATIENCE: Duration = Duration::from_secs(20);
+
+    /// Between a worker's last look for work and its going to sleep.
+    pub(super) fn dawdle() {
+        let until = Instant::now() + Duration::from_micros(20);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Lets the workers reach a different point of going to sleep each round: the pauses
+    /// sweep the idle rounds in steps of a few tens of nanoseconds, and some outlast them.
+    fn pause(round: u32) {
+        if round % 16 == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+            return;
+        }
+        let until = Instant::now() + Duration::from_nanos(u64::from(round) * 37 % 150_000);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Without naps to fall back on, a lost wake-up leaves a job queued while every worker
+    /// sleeps, and its round never ends.
+    #[test]
+    fn a_spawn_from_outside_wakes_a_sleeping_worker() {
+        for workers in [1, 2] {
+            let exec = Executor::with_nap(workers, None);
+            let (tx, rx) = mpsc::channel();
+            for round in 0..12_000u32 {
+                let tx = tx.clone();
+                let priority = if round % 3 == 0 {
+                    Priority::High
+                } else {
+                    Priority::Normal
+                };
+                exec.spawn(priority, move || tx.send(round).unwrap());
+                assert_eq!(rx.recv_timeout(PATIENCE), Ok(round), "{workers} workers");
+                pause(round);
+            }
+        }
+    }
+
+    /// A job on one worker pushes another to its own deque and waits for it: only the other
+    /// worker, asleep, can run it.
+    #[test]
+    fn a_spawn_from_a_worker_wakes_another() {
+        let exec = Executor::with_nap(2, None);
+        let (tx, rx) = mpsc::channel();
+        for round in 0..6000u32 {
+            let (tx, inner) = (tx.clone(), exec.clone());
+            exec.spawn(Priority::Normal, move || {
+                let (ran, wait) = mpsc::channel();
+                inner.spawn(Priority::Normal, move || ran.send(()).unwrap());
+                wait.recv_timeout(PATIENCE).unwrap();
+                tx.send(round).unwrap();
+            });
+            assert_eq!(rx.recv_timeout(PATIENCE), Ok(round));
+            pause(round);
+        }
+    }
 }

@@ -1,26 +1,35 @@
 //! A Concurrent Collections graph: its collections, the environment's puts and gets, the
 //! scheduling of step instances on the executor, and quiescence.
+//!
+//! A step instance travels through the executor's queues as it is, behind an `Arc` only while
+//! it waits for items, and it reaches what scheduling needs (the executor's queues, the count
+//! of instances in flight, the first failure: [`Sched`]) through its step collection, so
+//! scheduling and running one allocates nothing and counts no reference to the graph. The
+//! workers are kept running while instances are in flight by the graph's handles, and once
+//! the last handle is gone by [`Sched`]'s `keepalive` until the graph is quiet. Workers hold
+//! back their finished instances' bookkeeping for a while (see [`Settle`]).
 
+use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use stampede_core::Item;
 
 use crate::error::{GraphError, StepError};
-use crate::executor::{Executor, TraceEvent};
-use crate::items::{Awaiting, ItemCollection, Slot, Waiter};
-use crate::steps::{PendingPut, StepCollection, StepCtx, StepsInner, TagCollection};
+use crate::executor::{Executor, Job, Pool, TraceEvent};
+use crate::items::{Awaiting, ItemCollection, ItemsInner, Slot, Waiter};
+use crate::steps::{PendingPut, Prescribed, StepCollection, StepCtx, StepsInner, TagCollection};
 use crate::tag::Tag;
 
 /// One step instance: a step collection and a tag.
-struct Instance {
+pub(crate) struct Instance {
     steps: StepCollection,
     tag: Tag,
     /// Inputs (plus one while they are being registered) not put yet, in dependency mode.
     inputs_left: AtomicUsize,
-    graph: Weak<GraphInner>,
 }
 
 impl Instance {
@@ -28,16 +37,41 @@ impl Instance {
     fn input_arrived(&self) -> bool {
         self.inputs_left.fetch_sub(1, Ordering::AcqRel) == 1
     }
+
+    fn sched(&self) -> &Sched {
+        &self.steps.inner.sched
+    }
+
+    /// Runs it on this worker, queued as it is.
+    pub(crate) fn run(self) {
+        let sched = self.sched();
+        Settle::enter(sched);
+        let missing = sched.run(&self);
+        if missing.is_empty() {
+            Settle::finished(self.steps);
+        } else {
+            let shared = Arc::new(self);
+            shared.sched().suspend(&shared, missing);
+            Settle::finished_shared(shared);
+        }
+    }
+
+    /// Runs it on this worker, shared with the items it waited for.
+    pub(crate) fn run_shared(self: Arc<Self>) {
+        let sched = self.sched();
+        Settle::enter(sched);
+        let missing = sched.run(&self);
+        sched.suspend(&self, missing);
+        Settle::finished_shared(self);
+    }
 }
 
 impl Awaiting for Instance {
-    fn arrived(self: Arc<Self>, input: bool) {
+    fn arrived(self: Arc<Self>, input: bool, via: &Pool) {
         if input && !self.input_arrived() {
             return;
         }
-        if let Some(graph) = self.graph.upgrade() {
-            graph.schedule(self);
-        }
+        schedule(via, self, Job::Shared);
     }
 
     fn label(&self) -> (String, Tag) {
@@ -45,17 +79,201 @@ impl Awaiting for Instance {
     }
 }
 
-pub(crate) struct GraphInner {
-    exec: Executor,
-    /// Instances scheduled or running: the graph is quiet when none is.
-    outstanding: AtomicUsize,
+/// How many step collections a worker holds back from releasing at most.
+const RELEASE_BATCH: usize = 64;
+
+/// What a worker holds back from its finished instances: the graph's count of instances in
+/// flight and the step collections' reference counts are touched by whoever schedules an
+/// instance too, so touching them once per instance moves their cache lines between the
+/// scheduling thread and the worker every time. The worker keeps the decrements and releases
+/// them together when it runs out of work, runs an instance of another graph or a job that
+/// is not an instance, or has held back [`RELEASE_BATCH`] releases.
+///
+/// Holding back a finished instance's count only keeps its graph from looking quiet a little
+/// longer: the count is never below the instances truly in flight. A worker scheduling an
+/// instance of the graph whose finishes it holds back takes one of them instead of counting
+/// the new one (the sum is the same).
+#[derive(Default)]
+struct Settle {
+    sched: Option<Arc<Sched>>,
+    /// Finished instances of `sched` not yet taken off its count.
+    finished: usize,
+    released: Vec<StepCollection>,
+}
+
+thread_local! {
+    static SETTLE: RefCell<Settle> = const {
+        RefCell::new(Settle {
+            sched: None,
+            finished: 0,
+            released: Vec::new(),
+        })
+    };
+}
+
+impl Settle {
+    /// This worker starts an instance of `sched`'s graph: what it holds back for another
+    /// graph is due, as the instance may wait for that graph.
+    fn enter(sched: &Sched) {
+        let other = SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            match &s.sched {
+                Some(held) if !std::ptr::eq(&**held, sched) => Some(s.take()),
+                _ => None,
+            }
+        });
+        if let Some(other) = other {
+            other.apply();
+        }
+    }
+
+    /// An instance of `steps` finished on this worker; `steps` is its reference.
+    fn finished(steps: StepCollection) {
+        let due = SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            let sched = &steps.inner.sched;
+            let due = match &s.sched {
+                Some(held) if Arc::ptr_eq(held, sched) => None,
+                // Another graph's: not expected, as `enter` settled those.
+                Some(_) => Some(s.take()),
+                None => None,
+            };
+            if s.sched.is_none() {
+                s.sched = Some(sched.clone());
+            }
+            s.finished += 1;
+            s.released.push(steps);
+            due.or_else(|| (s.released.len() >= RELEASE_BATCH).then(|| s.take_released()))
+        });
+        // Outside the borrow: releasing a step collection may drop what its body captured.
+        if let Some(due) = due {
+            due.apply();
+        }
+    }
+
+    /// A shared instance finished on this worker; items may still refer to it.
+    fn finished_shared(instance: Arc<Instance>) {
+        match Arc::try_unwrap(instance) {
+            Ok(instance) => Settle::finished(instance.steps),
+            Err(shared) => {
+                // Counted as finished now; released with its last reference.
+                Settle::finished(shared.steps.clone());
+            }
+        }
+    }
+
+    /// Takes one held-back finish of `sched`, if this worker holds any.
+    fn take_finish(sched: &Sched) -> bool {
+        SETTLE.with(|s| {
+            let mut s = s.borrow_mut();
+            let held = s
+                .sched
+                .as_ref()
+                .is_some_and(|held| std::ptr::eq(&**held, sched));
+            if held && s.finished > 0 {
+                s.finished -= 1;
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    fn take(&mut self) -> Settle {
+        std::mem::take(self)
+    }
+
+    fn take_released(&mut self) -> Settle {
+        Settle {
+            sched: None,
+            finished: 0,
+            released: std::mem::take(&mut self.released),
+        }
+    }
+
+    fn apply(self) {
+        let mut released = self.released;
+        released.clear();
+        if released.capacity() > 0 {
+            // Back for the next batch, unless one was started meanwhile.
+            SETTLE.with(|s| {
+                let mut s = s.borrow_mut();
+                if s.released.capacity() == 0 {
+                    s.released = released;
+                }
+            });
+        }
+        if let Some(sched) = self.sched {
+            if self.finished > 0 {
+                sched.finished(self.finished);
+            }
+        }
+    }
+}
+
+/// Applies what this worker held back from its finished instances (see [`Settle`]).
+pub(crate) fn settle() {
+    let held = SETTLE.with(|s| s.borrow_mut().take());
+    held.apply();
+}
+
+/// What scheduling and running a graph's instances needs; every step collection of the graph
+/// holds it.
+///
+/// Aligned so that its reference count, changed when a worker switches graphs, shares no
+/// cache line with what every instance reads; `outstanding`, changed by every scheduling,
+/// has a line of its own.
+#[repr(align(128))]
+pub(crate) struct Sched {
+    pool: Arc<Pool>,
+    /// Instances scheduled or running (or held back, see [`Settle`]): the graph is quiet
+    /// when none is.
+    outstanding: CacheLine<AtomicUsize>,
+    /// Threads in [`Graph::wait`]: an instance that leaves the graph quiet takes the lock to
+    /// wake them only when there are some.
+    waiting: AtomicUsize,
+    /// Whether every [`Graph`] handle is gone.
+    orphaned: AtomicBool,
+    /// The executor, held from when the last handle goes while instances are in flight until
+    /// they are done, so that the workers run them.
+    keepalive: Mutex<Option<Executor>>,
     /// The first failure; later ones are dropped.
     failure: Mutex<Option<GraphError>>,
     /// Whether `failure` is set (read by every step before it runs).
     has_failed: AtomicBool,
     quiet_lock: Mutex<()>,
     quiet: Condvar,
+}
+
+pub(crate) struct GraphInner {
+    exec: Executor,
+    sched: Arc<Sched>,
     items: Mutex<Vec<ItemCollection>>,
+}
+
+impl Drop for GraphInner {
+    fn drop(&mut self) {
+        let sched = &self.sched;
+        sched.orphaned.store(true, Ordering::SeqCst);
+        let _g = lock(&sched.quiet_lock);
+        // Pairs with the orphan check in `finished`: either that instance sees the flag, or
+        // this sees it done.
+        if sched.outstanding.load(Ordering::SeqCst) > 0 {
+            *lock(&sched.keepalive) = Some(self.exec.clone());
+        }
+    }
+}
+
+/// A value alone on its cache lines (two, as adjacent lines are fetched together).
+#[repr(align(128))]
+#[derive(Default)]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -75,7 +293,7 @@ impl std::fmt::Debug for Graph {
         f.debug_struct("Graph")
             .field(
                 "outstanding",
-                &self.inner.outstanding.load(Ordering::Relaxed),
+                &self.inner.sched.outstanding.load(Ordering::Relaxed),
             )
             .finish()
     }
@@ -84,14 +302,21 @@ impl std::fmt::Debug for Graph {
 impl Graph {
     /// An empty graph whose steps run on `exec`.
     pub fn new(exec: Executor) -> Self {
+        let sched = Arc::new(Sched {
+            pool: exec.pool().clone(),
+            outstanding: CacheLine::default(),
+            waiting: AtomicUsize::new(0),
+            orphaned: AtomicBool::new(false),
+            keepalive: Mutex::new(None),
+            failure: Mutex::new(None),
+            has_failed: AtomicBool::new(false),
+            quiet_lock: Mutex::new(()),
+            quiet: Condvar::new(),
+        });
         Graph {
             inner: Arc::new(GraphInner {
                 exec,
-                outstanding: AtomicUsize::new(0),
-                failure: Mutex::new(None),
-                has_failed: AtomicBool::new(false),
-                quiet_lock: Mutex::new(()),
-                quiet: Condvar::new(),
+                sched,
                 items: Mutex::new(Vec::new()),
             }),
         }
@@ -126,7 +351,10 @@ impl Graph {
             inner: Arc::new(StepsInner {
                 name: name.into(),
                 body: Box::new(body),
+                sched: self.inner.sched.clone(),
+                tuned: AtomicBool::new(false),
                 depends: RwLock::new(None),
+                prioritized: AtomicBool::new(false),
                 priority: RwLock::new(None),
             }),
         }
@@ -140,7 +368,7 @@ impl Graph {
             value: value.into(),
             gets: None,
         };
-        self.inner.store(put, "environment");
+        self.inner.sched.store(put, "environment");
     }
 
     /// The environment puts `value` at `tag`, freed after `gets` gets.
@@ -157,12 +385,12 @@ impl Graph {
             value: value.into(),
             gets: Some(gets),
         };
-        self.inner.store(put, "environment");
+        self.inner.sched.store(put, "environment");
     }
 
     /// The environment puts `tag` into `tags`, running the steps it prescribes.
     pub fn put_tag(&self, tags: &TagCollection, tag: impl Into<Tag>) {
-        self.inner.prescribe(tags, tag.into());
+        prescribe(&self.inner.sched.pool, tags, tag.into());
     }
 
     /// The item at `tag` now, if put (and not freed): for reading results. Does not count as
@@ -179,39 +407,23 @@ impl Graph {
     /// instances still wait for items nobody put, [`GraphError::Deadlock`] listing them.
     pub fn wait(&self) -> Result<(), GraphError> {
         let inner = &self.inner;
-        let mut g = lock(&inner.quiet_lock);
-        while inner.outstanding.load(Ordering::SeqCst) > 0 {
-            g = inner.quiet.wait(g).unwrap_or_else(PoisonError::into_inner);
-        }
-        drop(g);
+        inner.sched.wait_quiet(None);
         self.outcome()
     }
 
     /// [`wait`](Graph::wait) for at most `timeout`: `Ok(false)` when step instances are
     /// still scheduled or running then (the graph goes on; wait again).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool, GraphError> {
-        let inner = &self.inner;
-        let deadline = Instant::now() + timeout;
-        let mut g = lock(&inner.quiet_lock);
-        while inner.outstanding.load(Ordering::SeqCst) > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            g = inner
-                .quiet
-                .wait_timeout(g, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+        if !self.inner.sched.wait_quiet(Some(Instant::now() + timeout)) {
+            return Ok(false);
         }
-        drop(g);
         self.outcome().map(|()| true)
     }
 
-    /// Whether the graph now running nothing ended cleanly.
+    /// Whether the graph, now running nothing, ended cleanly.
     fn outcome(&self) -> Result<(), GraphError> {
         let inner = &self.inner;
-        if let Some(e) = lock(&inner.failure).clone() {
+        if let Some(e) = lock(&inner.sched.failure).clone() {
             return Err(e);
         }
         let unmet: Vec<_> = lock(&inner.items)
@@ -231,7 +443,78 @@ impl Graph {
     }
 }
 
-impl GraphInner {
+/// A tag put: an instance of every step collection the tag collection prescribes. `via` is
+/// the executor of the graph putting it.
+fn prescribe(via: &Pool, tags: &TagCollection, tag: Tag) {
+    match tags.inner.admit(&tag) {
+        Prescribed::Nothing => {}
+        Prescribed::One(steps) => start(via, steps, tag),
+        Prescribed::Many(list) => {
+            for steps in list.iter() {
+                start(via, steps.clone(), tag.clone());
+            }
+        }
+    }
+}
+
+/// A new instance of `steps` for `tag`: scheduled now, or once its inputs are there.
+fn start(via: &Pool, steps: StepCollection, tag: Tag) {
+    let inputs = steps.inputs_of(&tag);
+    let instance = Instance {
+        steps,
+        tag,
+        inputs_left: AtomicUsize::new(1),
+    };
+    match inputs {
+        None => schedule(via, instance, Job::Instance),
+        Some(inputs) => await_inputs(via, Arc::new(instance), &inputs),
+    }
+}
+
+/// Dependency tuning: schedules `instance` once every input is there.
+fn await_inputs(via: &Pool, instance: Arc<Instance>, inputs: &[(ItemCollection, Tag)]) {
+    instance
+        .inputs_left
+        .fetch_add(inputs.len(), Ordering::AcqRel);
+    for (items, tag) in inputs {
+        let mut slots = items.inner.slots();
+        match slots
+            .entry(tag.clone())
+            .or_insert(Slot::Waiting(Vec::new()))
+        {
+            Slot::Waiting(w) => w.push(Waiter::Input(instance.clone())),
+            // Present, or freed (the step's get then reports it).
+            _ => {
+                drop(slots);
+                instance.input_arrived();
+            }
+        }
+    }
+    // The registration's own count.
+    if instance.input_arrived() {
+        schedule(via, instance, Job::Shared);
+    }
+}
+
+/// Queues `instance` (an [`Instance`] or an `Arc` of one, made a job by `job`) on its
+/// graph's executor; `via` is the executor of the graph that scheduled it, the same but for
+/// a tag collection prescribing another graph's steps.
+fn schedule<I: Borrow<Instance>>(via: &Pool, instance: I, job: fn(I) -> Job) {
+    let it = instance.borrow();
+    let sched = it.sched();
+    if !Settle::take_finish(sched) {
+        sched.outstanding.fetch_add(1, Ordering::SeqCst);
+    }
+    let priority = it.steps.priority_of(&it.tag);
+    if std::ptr::eq(&*sched.pool, via) {
+        via.submit(priority, job(instance));
+    } else {
+        let pool = sched.pool.clone();
+        pool.submit(priority, job(instance));
+    }
+}
+
+impl Sched {
     fn fail(&self, e: GraphError) {
         let mut f = lock(&self.failure);
         if f.is_none() {
@@ -244,8 +527,58 @@ impl GraphInner {
         self.has_failed.load(Ordering::SeqCst)
     }
 
+    /// Waits until no instance is scheduled or running, or until `deadline`; true when quiet.
+    fn wait_quiet(&self, deadline: Option<Instant>) -> bool {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut g = lock(&self.quiet_lock);
+        let mut quiet = true;
+        while self.outstanding.load(Ordering::SeqCst) > 0 {
+            g = match deadline {
+                None => self.quiet.wait(g).unwrap_or_else(PoisonError::into_inner),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        quiet = false;
+                        break;
+                    }
+                    self.quiet
+                        .wait_timeout(g, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+        drop(g);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        quiet
+    }
+
+    /// `n` instances are done.
+    fn finished(&self, n: usize) {
+        if self.outstanding.fetch_sub(n, Ordering::SeqCst) != n {
+            return;
+        }
+        // Both pair with the increment and then the load of a waiter or a dropped graph:
+        // either that sees the graph quiet, or this sees it.
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            let _g = lock(&self.quiet_lock);
+            self.quiet.notify_all();
+        }
+        if self.orphaned.load(Ordering::SeqCst) {
+            let exec = {
+                let _g = lock(&self.quiet_lock);
+                if self.outstanding.load(Ordering::SeqCst) > 0 {
+                    return;
+                }
+                lock(&self.keepalive).take()
+            };
+            // Possibly the last handle: the workers stop (this one once this job returns).
+            drop(exec);
+        }
+    }
+
     /// Stores a put and wakes what waits for it.
-    fn store(self: &Arc<Self>, put: PendingPut, by: &str) {
+    fn store(&self, put: PendingPut, by: &str) {
         let waiters = {
             let mut slots = put.items.slots();
             let slot = slots
@@ -273,109 +606,41 @@ impl GraphInner {
         };
         for w in waiters {
             match w {
-                Waiter::Rerun(i) => i.arrived(false),
-                Waiter::Input(i) => i.arrived(true),
+                Waiter::Rerun(i) => i.arrived(false, &self.pool),
+                Waiter::Input(i) => i.arrived(true, &self.pool),
             }
         }
     }
 
-    /// A tag put: an instance of every step collection the tag collection prescribes.
-    fn prescribe(self: &Arc<Self>, tags: &TagCollection, tag: Tag) {
-        if tags.inner.memoize.load(Ordering::Relaxed) && !lock(&tags.inner.seen).insert(tag.clone())
-        {
-            return;
-        }
-        let steps = lock(&tags.inner.prescribes).clone();
-        for s in steps.iter() {
-            let instance = Arc::new(Instance {
-                steps: s.clone(),
-                tag: tag.clone(),
-                inputs_left: AtomicUsize::new(1),
-                graph: Arc::downgrade(self),
-            });
-            let inputs = s
-                .inner
-                .depends
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .map(|f| f(&tag));
-            match inputs {
-                None => self.schedule(instance),
-                Some(inputs) => self.await_inputs(instance, &inputs),
-            }
-        }
-    }
-
-    /// Dependency tuning: schedules `instance` once every input is there.
-    fn await_inputs(self: &Arc<Self>, instance: Arc<Instance>, inputs: &[(ItemCollection, Tag)]) {
-        instance
-            .inputs_left
-            .fetch_add(inputs.len(), Ordering::AcqRel);
-        for (items, tag) in inputs {
-            let mut slots = items.inner.slots();
-            match slots
-                .entry(tag.clone())
-                .or_insert(Slot::Waiting(Vec::new()))
-            {
-                Slot::Waiting(w) => w.push(Waiter::Input(instance.clone())),
-                // Present, or freed (the step's get then reports it).
-                _ => {
-                    drop(slots);
-                    instance.input_arrived();
-                }
-            }
-        }
-        // The registration's own count.
-        if instance.input_arrived() {
-            self.schedule(instance);
-        }
-    }
-
-    fn schedule(self: &Arc<Self>, instance: Arc<Instance>) {
-        self.outstanding.fetch_add(1, Ordering::SeqCst);
-        let graph = self.clone();
-        let priority = instance.steps.priority_of(&instance.tag);
-        self.exec.spawn(priority, move || {
-            graph.run(instance);
-            graph.finished();
-        });
-    }
-
-    fn finished(&self) {
-        if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let _g = lock(&self.quiet_lock);
-            self.quiet.notify_all();
-        }
-    }
-
-    /// Runs one instance and applies what it did.
-    fn run(self: &Arc<Self>, instance: Arc<Instance>) {
+    /// Runs one instance and applies what it did; returns the gets that found nothing, for
+    /// the instance to wait for.
+    fn run(&self, instance: &Instance) -> Vec<(Arc<ItemsInner>, Tag)> {
         if self.failed() {
-            return;
+            return Vec::new();
         }
-        let steps = instance.steps.inner.clone();
-        let mut ctx = StepCtx {
-            waiter: instance.clone(),
-            tag: instance.tag.clone(),
-            puts: Vec::new(),
-            tag_puts: Vec::new(),
-            gets: Vec::new(),
-            freed: None,
-        };
-        let start = self.exec.tracing().then(Instant::now);
-        let tag = instance.tag.clone();
-        let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, &tag)));
+        let steps: &StepsInner = &instance.steps.inner;
+        let tag = &instance.tag;
+        let mut ctx = StepCtx::new(tag.clone());
+        let start = self.pool.tracing().then(Instant::now);
+        let outcome = catch_unwind(AssertUnwindSafe(|| (steps.body)(&mut ctx, tag)));
         if let Some(start) = start {
-            self.exec.record(&steps.name, || tag.to_string(), start);
+            self.pool.record(&steps.name, || tag.to_string(), start);
         }
-        if let Some((items, t)) = ctx.freed.take() {
+        let StepCtx {
+            puts,
+            tag_puts,
+            gets,
+            missing,
+            freed,
+            ..
+        } = ctx;
+        if let Some((items, t)) = freed {
             self.fail(GraphError::Freed {
                 collection: items.name.to_string(),
                 tag: t,
                 step: steps.name.to_string(),
             });
-            return;
+            return missing;
         }
         let failed = |message: String| GraphError::StepFailed {
             step: steps.name.to_string(),
@@ -383,7 +648,7 @@ impl GraphInner {
             message,
         };
         match outcome {
-            // Suspended: registered as a waiter by the get; runs again when the item arrives.
+            // Suspended: waits for its missing items (see `suspend`).
             Ok(Err(StepError::Missing)) => {}
             Ok(Err(StepError::Failed(m))) => self.fail(failed(m)),
             Err(panic) => {
@@ -394,13 +659,37 @@ impl GraphInner {
                     .unwrap_or_else(|| "a panic".to_owned());
                 self.fail(failed(format!("panicked: {m}")));
             }
-            Ok(Ok(())) => self.commit(ctx, &steps.name),
+            Ok(Ok(())) => {
+                self.count_gets(gets, &steps.name);
+                for put in puts {
+                    self.store(put, &steps.name);
+                }
+                for (tags, tag) in tag_puts {
+                    prescribe(&self.pool, &tags, tag);
+                }
+            }
+        }
+        missing
+    }
+
+    /// `instance` found these items missing: it runs again once each is there, or now for
+    /// one that arrived while it ran.
+    fn suspend(&self, instance: &Arc<Instance>, missing: Vec<(Arc<ItemsInner>, Tag)>) {
+        for (items, tag) in missing {
+            let mut slots = items.slots();
+            match slots.entry(tag).or_insert(Slot::Waiting(Vec::new())) {
+                Slot::Waiting(w) => w.push(Waiter::Rerun(instance.clone())),
+                _ => {
+                    drop(slots);
+                    schedule(&self.pool, instance.clone(), Job::Shared);
+                }
+            }
         }
     }
 
-    /// A completed step's effects: its gets count, then its puts and tag puts happen.
-    fn commit(self: &Arc<Self>, ctx: StepCtx, step: &str) {
-        for (items, tag) in ctx.gets {
+    /// A completed step's gets count towards freeing their items.
+    fn count_gets(&self, gets: Vec<(Arc<ItemsInner>, Tag)>, step: &str) {
+        for (items, tag) in gets {
             let mut slots = items.slots();
             let freed = match slots.get_mut(&tag) {
                 Some(Slot::Present {
@@ -424,11 +713,84 @@ impl GraphInner {
                 slots.insert(tag, Slot::Freed);
             }
         }
-        for put in ctx.puts {
-            self.store(put, step);
-        }
-        for (tags, tag) in ctx.tag_puts {
-            self.prescribe(&tags, tag);
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Runs `f` on a thread of its own and fails if it does not end in time: a wait that
+    /// never sees its graph quiet blocks for ever.
+    fn within(f: impl FnOnce() + Send + 'static) {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("a wait did not end");
+    }
+
+    /// Workers hold back their finished instances until they run out of work; the workers
+    /// never nap, so only that keeps a wait from blocking for ever.
+    #[test]
+    fn a_wait_ends_once_the_last_instance_ends() {
+        within(|| {
+            let g = Graph::new(Executor::with_nap(2, None));
+            let t = g.tags("t");
+            let s = g.steps("s", |_, _| Ok(()));
+            t.prescribes(&s);
+            for round in 0..3000 {
+                for i in 0..round % 4 {
+                    g.put_tag(&t, (round, i));
+                }
+                g.wait().unwrap();
+            }
+        });
+    }
+
+    /// The only worker runs an instance of `a`, holding back its finish, then a step of `b`
+    /// that waits for `a`.
+    #[test]
+    fn a_step_may_wait_for_a_graph_whose_instance_its_worker_just_ran() {
+        within(|| {
+            let exec = Executor::with_nap(1, None);
+            let (first, a, b) = (
+                Graph::new(exec.clone()),
+                Graph::new(exec.clone()),
+                Graph::new(exec),
+            );
+            let gate = Arc::new(Mutex::new(()));
+            let held = lock(&gate);
+            let started = Arc::new(AtomicBool::new(false));
+            let (g, st) = (gate.clone(), started.clone());
+            // Holds the worker until both instances are queued, so that it runs them in a row.
+            let hold = first.steps("hold", move |_, _| {
+                st.store(true, Ordering::SeqCst);
+                drop(lock(&g));
+                Ok(())
+            });
+            let empty = a.steps("empty", |_, _| Ok(()));
+            let a2 = a.clone();
+            let waits = b.steps("waits", move |_, _| {
+                a2.wait().map_err(|e| StepError::failed(e.to_string()))
+            });
+            let (t0, t1, t2) = (first.tags("t"), a.tags("t"), b.tags("t"));
+            t0.prescribes(&hold);
+            t1.prescribes(&empty);
+            t2.prescribes(&waits);
+            first.put_tag(&t0, 0);
+            while !started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            a.put_tag(&t1, 0);
+            b.put_tag(&t2, 0);
+            drop(held);
+            b.wait().unwrap();
+            first.wait().unwrap();
+        });
     }
 }

@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use stampede_core::Item;
 
 use crate::error::Unmet;
+use crate::executor::Pool;
 use crate::tag::Tag;
 
 /// A step instance waiting for an item, as the item collection sees it (the graph's
 /// instances; a trait, so that items know nothing of steps).
 pub(crate) trait Awaiting: Send + Sync {
     /// The item it waits for was put: run again (`input` false), or one input fewer to wait
-    /// for under dependency tuning.
-    fn arrived(self: Arc<Self>, input: bool);
+    /// for under dependency tuning. `via` is the executor of the graph that put it.
+    fn arrived(self: Arc<Self>, input: bool, via: &Pool);
     /// `(step collection, tag)`, for a deadlock report.
     fn label(&self) -> (String, Tag);
 }
