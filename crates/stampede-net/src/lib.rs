@@ -38,6 +38,7 @@
     unreachable_pub
 )]
 
+mod code;
 mod config;
 mod endpoint;
 mod error;
@@ -60,6 +61,7 @@ mod wire;
 pub mod wire;
 mod zbytes;
 
+pub use code::{Call, InvokeError};
 pub use config::{
     size_zenoh_runtime_in_main, zenoh_runtime_for_this_machine, Config, Mode, Tls,
     DEFAULT_PEER_LISTEN, ZENOH_RUNTIME_VAR,

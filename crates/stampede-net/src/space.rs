@@ -13,6 +13,7 @@ use stampede_core::{
 use zenoh::sample::SampleKind;
 use zenoh::{Session, Wait as _};
 
+use crate::code::{self, Call, Code, FailureListener, Handler, InvokeError};
 use crate::config::Config;
 use crate::error::{zenoh_text, NetError};
 use crate::events::Events;
@@ -82,6 +83,9 @@ impl Members {
     fn is_dead(&self, space: &str) -> bool {
         lock(&self.dead).contains(space)
     }
+    pub(crate) fn is_live(&self, space: &str) -> bool {
+        lock(&self.live).contains(space)
+    }
     fn live(&self) -> Vec<String> {
         lock(&self.live).iter().cloned().collect()
     }
@@ -134,6 +138,8 @@ pub(crate) struct Shared {
     pub(crate) next_conn: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) events: Events,
+    /// Named code served here, and the calls this space waits for.
+    pub(crate) code: Code,
     /// Zenoh entities that live as long as the space.
     keep: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
@@ -237,6 +243,18 @@ pub struct SpaceStats {
     /// Loans for remote channels lent in plain memory instead: too small to be worth it, no
     /// shared memory, or its pool full (a slow reader holds it); the put copies once.
     pub loans_plain: u64,
+    /// Invocations of named code this space sent (calls and one-way).
+    pub invocations_sent: u64,
+    /// Invocations this space ran a handler for.
+    pub invocations_served: u64,
+    /// Invocations that reached this space for a name it does not serve (each answered
+    /// with the error).
+    pub invocations_unknown: u64,
+    /// Failures of this space's invocations reported back to it: an unknown name or a
+    /// handler that failed, for calls and one-way invocations alike.
+    pub invocations_failed: u64,
+    /// Answers that arrived after their call stopped waiting.
+    pub answers_late: u64,
 }
 
 impl Shared {
@@ -275,6 +293,7 @@ impl Shared {
         self.feeds.space_left(space);
         self.views.space_left(space);
         self.notes.forget(space);
+        self.code.space_left(space);
         self.with_book(|b| b.left(space));
         lock(&self.cache.items).items.retain(|k, _| k.0 != space);
     }
@@ -459,7 +478,7 @@ impl Shared {
     }
 }
 
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.contains(['*', '$', '?', '#'])
         && name.split('/').all(|p| !p.is_empty())
@@ -626,6 +645,7 @@ impl Space {
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             events,
+            code: Code::default(),
             keep: Mutex::default(),
         });
         let space = Space { sh };
@@ -649,7 +669,7 @@ impl Space {
     fn subscribe_owners(
         &self,
         what: &str,
-        handle: fn(&Shared, &str, &zenoh::sample::Sample),
+        handle: fn(&Arc<Shared>, &str, &zenoh::sample::Sample),
     ) -> Result<(), NetError> {
         let sh = &self.sh;
         let weak = Arc::downgrade(sh);
@@ -790,9 +810,12 @@ impl Space {
             .wait()
             .map_err(z)?;
         self.keep(sub);
-        self.subscribe_owners("ack", Shared::acked)?;
+        self.subscribe_owners("ack", |sh, owner, s| sh.acked(owner, s))?;
+        // Named code others invoke here, and the answers to this space's invocations.
+        self.subscribe_owners("code", code::received)?;
+        self.subscribe_owners("answer", code::answer_received)?;
         // Items owners push ahead to this space.
-        self.subscribe_owners("push", Shared::pushed_here)?;
+        self.subscribe_owners("push", |sh, owner, s| sh.pushed_here(owner, s))?;
         let weak = Arc::downgrade(sh);
         std::thread::Builder::new()
             .name("stampede-push".into())
@@ -958,6 +981,11 @@ impl Space {
             sent_fresh: l(&c.sends.fresh),
             loans_shared: l(&c.loans_shared),
             loans_plain: l(&c.loans_plain),
+            invocations_sent: l(&self.sh.code.counters.sent),
+            invocations_served: l(&self.sh.code.counters.served),
+            invocations_unknown: l(&self.sh.code.counters.unknown),
+            invocations_failed: l(&self.sh.code.counters.failed),
+            answers_late: l(&self.sh.code.counters.late),
         }
     }
 
@@ -1188,6 +1216,74 @@ impl Space {
         })
     }
 
+    /// Serves `handler` under `name`: any address space of the application may invoke it
+    /// here ([`invoke`](Space::invoke), [`call`](Space::call)). Handlers run one at a time,
+    /// in the order invocations arrived, on a thread of this space; one that has long work
+    /// to do hands it to threads of its own and returns, and none may wait for a call to
+    /// this space. The handler gets the caller's id and the argument; its result answers a
+    /// call, and an error (or a panic) is reported to the caller.
+    ///
+    /// Fails with [`StmError::InvalidName`] for a name that cannot be used and
+    /// [`StmError::NameTaken`] when this space serves the name already.
+    pub fn serve(
+        &self,
+        name: &str,
+        handler: impl Fn(&str, Item) -> Result<Item, String> + Send + Sync + 'static,
+    ) -> Result<(), NetError> {
+        if !valid_name(name) {
+            return Err(StmError::InvalidName(name.to_owned()).into());
+        }
+        let handler: Arc<Handler> = Arc::new(handler);
+        if self.sh.code.serve(name, handler) {
+            Ok(())
+        } else {
+            Err(StmError::NameTaken(name.to_owned()).into())
+        }
+    }
+
+    /// Stops serving `name`; `false` if nothing was served under it.
+    pub fn unserve(&self, name: &str) -> bool {
+        self.sh.code.unserve(name)
+    }
+
+    /// Invokes the code `space` serves under `name` with `arg`, without waiting: returns
+    /// once the invocation is sent. The invocations this space makes reach `space` in the
+    /// order they were made. A failure there (nothing served under the name, a handler
+    /// that failed) comes back later: it counts in [`SpaceStats::invocations_failed`] and
+    /// goes to the listeners of [`on_invoke_failure`](Space::on_invoke_failure). `space`
+    /// may be this space's own id.
+    ///
+    /// Fails at once with [`InvokeError::InvalidName`], or [`InvokeError::Unreachable`] for
+    /// a space that left, died or is not known alive here, or when the invocation could not
+    /// be sent.
+    pub fn invoke(&self, space: &str, name: &str, arg: impl Into<Item>) -> Result<(), InvokeError> {
+        code::invoke(&self.sh, space, name, arg.into(), false).map(|_| ())
+    }
+
+    /// Invokes the code `space` serves under `name` with `arg` and returns the call, whose
+    /// [`wait`](Call::wait) gives the handler's result, or why there is none: an unknown
+    /// name, a failed handler, a space that left or died meanwhile, no answer in time. Fails
+    /// at once as [`invoke`](Space::invoke) does.
+    pub fn call(&self, space: &str, name: &str, arg: impl Into<Item>) -> Result<Call, InvokeError> {
+        let (seq, rx) = code::invoke(&self.sh, space, name, arg.into(), true)?;
+        let rx = rx.expect("a call has an answer to wait for");
+        Ok(Call::new(&self.sh, seq, space, name, rx))
+    }
+
+    /// Calls `f` with every failure of this space's one-way invocations (see
+    /// [`invoke`](Space::invoke)), on the thread that runs named code here; returns an id
+    /// for [`remove_invoke_failure`](Space::remove_invoke_failure).
+    pub fn on_invoke_failure(&self, f: impl Fn(&InvokeError) + Send + Sync + 'static) -> u64 {
+        let f: Arc<FailureListener> = Arc::new(f);
+        self.sh.code.listen(f)
+    }
+
+    /// Removes a listener of [`on_invoke_failure`](Space::on_invoke_failure); `false` if
+    /// there was none with this id.
+    pub fn remove_invoke_failure(&self, id: u64) -> bool {
+        self.sh.code.unlisten(id)
+    }
+
     /// What holds `zone`'s watermark in every live address space, this one first; a space
     /// that did not answer is listed with the reason.
     pub fn explain_cluster(&self, zone: ZoneId) -> Vec<SpaceWatermark> {
@@ -1324,6 +1420,7 @@ impl Shared {
         lock(&self.names).clear();
         lock(&self.keep).clear();
         self.notes.close();
+        self.code.close();
         self.feeds.close();
         self.intake.close();
         self.rt.stop_collector();

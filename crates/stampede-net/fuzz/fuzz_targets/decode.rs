@@ -49,4 +49,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, data);
         assert_eq!(wire::decode_ack(again), Ok(m));
     }
+    if let Ok(m) = wire::decode_invoke(input()) {
+        let again = wire::encode_invoke(&m).to_vec();
+        assert_eq!(again, data);
+        assert_eq!(wire::decode_invoke(again), Ok(m));
+    }
+    if let Ok(m) = wire::decode_answer(input()) {
+        let again = wire::encode_answer(&m).to_vec();
+        assert_eq!(again, data);
+        assert_eq!(wire::decode_answer(again), Ok(m));
+    }
 });

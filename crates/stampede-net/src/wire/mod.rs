@@ -21,7 +21,7 @@ use stampede_core::{Selector, Timestamp, TypeTag, Wait};
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"SP";
 /// The format version this build speaks. A message of another version gets an error reply.
-pub const VERSION: u8 = 5;
+pub const VERSION: u8 = 6;
 
 /// Why a message could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1042,6 +1042,8 @@ const MSG_NAME: u8 = 102;
 const MSG_EVENT: u8 = 103;
 const MSG_SEND: u8 = 104;
 const MSG_ACK: u8 = 105;
+const MSG_INVOKE: u8 = 106;
+const MSG_ANSWER: u8 = 107;
 
 pub use stampede_core::Kind;
 
@@ -1387,4 +1389,106 @@ pub fn decode_ack(buf: impl Into<Encoded>) -> Result<Ack, DecodeError> {
         arrival,
         failure,
     })
+}
+
+/// An invocation of code another address space serves by name (see `code`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invoke {
+    /// Numbers the caller's invocations from 1; the answer names it.
+    pub seq: u64,
+    /// The caller waits for the answer (a call); otherwise only a failure is answered.
+    pub answer: bool,
+    /// The name the code is served under.
+    pub name: String,
+    /// The argument.
+    pub arg: WireItem,
+}
+
+/// Encodes an invocation.
+pub fn encode_invoke(m: &Invoke) -> Encoded {
+    let mut w = Writer::new(MSG_INVOKE, m.name.len());
+    w.u64(m.seq);
+    w.u8(u8::from(m.answer));
+    w.str(&m.name);
+    w.item_header(&m.arg);
+    finish(w, Some(&m.arg))
+}
+
+/// Decodes an invocation; its argument's bytes are a slice of `buf`.
+pub fn decode_invoke(buf: impl Into<Encoded>) -> Result<Invoke, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_INVOKE {
+        return Err(DecodeError::UnknownCode("invoke message", code));
+    }
+    let m = Invoke {
+        seq: r.u64()?,
+        answer: r.bool()?,
+        name: r.str()?,
+        arg: r.item()?,
+    };
+    r.end(m)
+}
+
+/// How an invocation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The handler's result.
+    Done(WireItem),
+    /// Nothing is served under the name there.
+    Unknown,
+    /// The handler failed (returned an error or panicked); says why.
+    Failed(String),
+}
+
+/// The answer to an [`Invoke`]: to every call, and to an invocation without a caller
+/// waiting only when it failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The invocation's number.
+    pub seq: u64,
+    /// The name it invoked.
+    pub name: String,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Encodes an answer.
+pub fn encode_answer(m: &Answer) -> Encoded {
+    let text = match &m.outcome {
+        Outcome::Failed(t) => t.len(),
+        _ => 0,
+    };
+    let mut w = Writer::new(MSG_ANSWER, m.name.len() + text);
+    w.u64(m.seq);
+    w.str(&m.name);
+    match &m.outcome {
+        Outcome::Done(item) => {
+            w.u8(0);
+            w.item_header(item);
+            return finish(w, Some(item));
+        }
+        Outcome::Unknown => w.u8(1),
+        Outcome::Failed(t) => {
+            w.u8(2);
+            w.str(t);
+        }
+    }
+    finish(w, None)
+}
+
+/// Decodes an answer; a result's bytes are a slice of `buf`.
+pub fn decode_answer(buf: impl Into<Encoded>) -> Result<Answer, DecodeError> {
+    let (mut r, code) = Reader::open(buf)?;
+    if code != MSG_ANSWER {
+        return Err(DecodeError::UnknownCode("answer message", code));
+    }
+    let seq = r.u64()?;
+    let name = r.str()?;
+    let outcome = match r.u8()? {
+        0 => Outcome::Done(r.item()?),
+        1 => Outcome::Unknown,
+        2 => Outcome::Failed(r.str()?),
+        c => return Err(DecodeError::UnknownCode("outcome", c)),
+    };
+    r.end(Answer { seq, name, outcome })
 }

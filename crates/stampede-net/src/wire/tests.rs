@@ -8,11 +8,12 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use super::{
-    decode_ack, decode_event, decode_marks, decode_name, decode_push, decode_reply, decode_request,
-    decode_send, encode_ack, encode_event, encode_marks, encode_name, encode_push, encode_reply,
-    encode_request, encode_send, Ack, DecodeError, ErrorCode, Event, EventKind, Kind, Marks,
-    NameRecord, Push, Reply, Request, Send, TaskRef, Transfer, WireItem, MAGIC, MAX_CACHED,
-    VERSION,
+    decode_ack, decode_answer, decode_event, decode_invoke, decode_marks, decode_name, decode_push,
+    decode_reply, decode_request, decode_send, encode_ack, encode_answer, encode_event,
+    encode_invoke, encode_marks, encode_name, encode_push, encode_reply, encode_request,
+    encode_send, Ack, Answer, DecodeError, ErrorCode, Event, EventKind, Invoke, Kind, Marks,
+    NameRecord, Outcome, Push, Reply, Request, Send, TaskRef, Transfer, WireItem, MAGIC,
+    MAX_CACHED, VERSION,
 };
 use bytes::Bytes;
 use proptest::collection::vec;
@@ -80,9 +81,11 @@ enum Family {
     Event,
     Send,
     Ack,
+    Invoke,
+    Answer,
 }
 
-const FAMILIES: [Family; 8] = [
+const FAMILIES: [Family; 10] = [
     Family::Request,
     Family::Reply,
     Family::Name,
@@ -91,6 +94,8 @@ const FAMILIES: [Family; 8] = [
     Family::Event,
     Family::Send,
     Family::Ack,
+    Family::Invoke,
+    Family::Answer,
 ];
 
 impl Family {
@@ -105,6 +110,8 @@ impl Family {
             Family::Event => &[103],
             Family::Send => &[104],
             Family::Ack => &[105],
+            Family::Invoke => &[106],
+            Family::Answer => &[107],
         }
     }
 }
@@ -119,6 +126,8 @@ enum Message {
     Event(Event),
     Send(Send),
     Ack(Ack),
+    Invoke(Invoke),
+    Answer(Answer),
 }
 
 impl Message {
@@ -132,6 +141,8 @@ impl Message {
             Message::Event(_) => Family::Event,
             Message::Send(_) => Family::Send,
             Message::Ack(_) => Family::Ack,
+            Message::Invoke(_) => Family::Invoke,
+            Message::Answer(_) => Family::Answer,
         }
     }
 
@@ -145,6 +156,8 @@ impl Message {
             Message::Event(e) => encode_event(e).to_vec(),
             Message::Send(m) => encode_send(m).to_vec(),
             Message::Ack(m) => encode_ack(m),
+            Message::Invoke(m) => encode_invoke(m).to_vec(),
+            Message::Answer(m) => encode_answer(m).to_vec(),
         }
         .into()
     }
@@ -160,6 +173,8 @@ fn decode(family: Family, buf: Bytes) -> Result<Message, DecodeError> {
         Family::Event => decode_event(buf).map(Message::Event),
         Family::Send => decode_send(buf).map(Message::Send),
         Family::Ack => decode_ack(buf).map(Message::Ack),
+        Family::Invoke => decode_invoke(buf).map(Message::Invoke),
+        Family::Answer => decode_answer(buf).map(Message::Answer),
     }
 }
 
@@ -173,6 +188,8 @@ fn decode_parts(family: Family, m: super::Encoded) -> Result<Message, DecodeErro
         Family::Event => decode_event(m).map(Message::Event),
         Family::Send => decode_send(m).map(Message::Send),
         Family::Ack => decode_ack(m).map(Message::Ack),
+        Family::Invoke => decode_invoke(m).map(Message::Invoke),
+        Family::Answer => decode_answer(m).map(Message::Answer),
     }
 }
 
@@ -421,6 +438,24 @@ fn ack() -> impl Strategy<Value = Ack> {
         })
 }
 
+fn invoke() -> impl Strategy<Value = Invoke> {
+    (any::<u64>(), any::<bool>(), text(), item()).prop_map(|(seq, answer, name, arg)| Invoke {
+        seq,
+        answer,
+        name,
+        arg,
+    })
+}
+
+fn answer() -> impl Strategy<Value = Answer> {
+    let outcome = prop_oneof![
+        item().prop_map(Outcome::Done),
+        Just(Outcome::Unknown),
+        text().prop_map(Outcome::Failed),
+    ];
+    (any::<u64>(), text(), outcome).prop_map(|(seq, name, outcome)| Answer { seq, name, outcome })
+}
+
 fn event() -> impl Strategy<Value = Event> {
     (
         text(),
@@ -511,6 +546,8 @@ fn message() -> BoxedStrategy<Message> {
         event().prop_map(Message::Event),
         send().prop_map(Message::Send),
         ack().prop_map(Message::Ack),
+        invoke().prop_map(Message::Invoke),
+        answer().prop_map(Message::Answer),
     ]
     .boxed()
 }
@@ -622,6 +659,24 @@ proptest! {
         let enc = encode_event(&e);
         prop_assert_eq!(&enc.tail, &e.item.as_ref().map(|i| i.data.clone()));
         prop_assert_eq!(decode_event(enc.to_vec()), Ok(e));
+    }
+
+    #[test]
+    fn invocations_round_trip(m in invoke()) {
+        let enc = encode_invoke(&m);
+        prop_assert_eq!(&enc.tail, &Some(m.arg.data.clone()));
+        prop_assert_eq!(decode_invoke(enc.to_vec()), Ok(m));
+    }
+
+    #[test]
+    fn answers_round_trip(m in answer()) {
+        let enc = encode_answer(&m);
+        let result = match &m.outcome {
+            Outcome::Done(item) => Some(item.data.clone()),
+            _ => None,
+        };
+        prop_assert_eq!(&enc.tail, &result);
+        prop_assert_eq!(decode_answer(enc.to_vec()), Ok(m));
     }
 
     #[test]
@@ -848,9 +903,26 @@ fn message_codes_match_the_documented_table() {
             }),
             105,
         ),
+        (
+            Message::Invoke(Invoke {
+                seq: 1,
+                answer: true,
+                name: "n".into(),
+                arg: small_item(),
+            }),
+            106,
+        ),
+        (
+            Message::Answer(Answer {
+                seq: 1,
+                name: "n".into(),
+                outcome: Outcome::Unknown,
+            }),
+            107,
+        ),
     ]);
     for (m, code) in cases {
-        assert_eq!(&m.encode()[..3], b"SP\x05", "{m:?}");
+        assert_eq!(&m.encode()[..3], b"SP\x06", "{m:?}");
         assert_eq!(m.encode()[3], code, "{m:?}");
         assert!(m.family().codes().contains(&code), "{m:?}");
     }
@@ -979,7 +1051,7 @@ fn a_put_is_laid_out_as_documented() {
         wait: Wait::For(Duration::from_micros(8)),
         item: small_item(),
     };
-    let mut want = b"SP\x05\x04".to_vec();
+    let mut want = b"SP\x06\x04".to_vec();
     want.extend_from_slice(&2u16.to_le_bytes());
     want.extend_from_slice("é".as_bytes());
     want.extend_from_slice(&2u64.to_le_bytes());
