@@ -1,9 +1,11 @@
 //! Named remote code: handlers an address space serves by name, which any space of the
 //! application invokes with an argument item.
 //!
-//! An invocation travels on `code/<callee>/<caller>`, published with back-pressure through
-//! one declared publisher per callee, so the invocations one caller makes reach a callee in
-//! the order they were made. The callee runs handlers on one thread of its own
+//! An invocation travels on `code/<callee>/<caller>`, published with back-pressure, so the
+//! invocations one caller makes reach a callee in the order they were made. They are put
+//! through the session rather than a declared publisher: right after a publisher is
+//! declared, before the declarations answering its interest arrive, Zenoh 1.10 can drop
+//! what it publishes from a peer to its router, and an invocation must not be lost. The callee runs handlers on one thread of its own
 //! (`stampede-code`, started with the first invocation), in the order they arrived and never
 //! on Zenoh's threads; a handler with long work hands it to threads of its own and returns.
 //!
@@ -25,7 +27,6 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use stampede_core::Item;
 use zenoh::Wait as _;
 
-use crate::publishers::Publishers;
 use crate::space::{lock, Shared};
 use crate::wire::{self, Answer, Invoke, Outcome, WireItem};
 use crate::zbytes;
@@ -142,8 +143,6 @@ pub(crate) struct Code {
     inbox: Mutex<Option<Sender<Job>>>,
     pending: Mutex<HashMap<u64, Pending>>,
     next: AtomicU64,
-    /// Invocation publishers by callee and answer publishers by caller.
-    out: Publishers,
     listeners: Mutex<Vec<(u64, Arc<FailureListener>)>>,
     next_listener: AtomicU64,
     pub(crate) counters: CodeCounters,
@@ -190,7 +189,7 @@ impl Code {
         l.len() != before
     }
 
-    /// `space` left: the calls waiting for it fail, its publishers go.
+    /// `space` left: the calls waiting for it fail.
     pub(crate) fn space_left(&self, space: &str) {
         let gone: Vec<Pending> = {
             let mut p = lock(&self.pending);
@@ -207,13 +206,10 @@ impl Code {
                 reason: "it left or died".into(),
             }));
         }
-        self.out.forget(space);
     }
 
-    /// This space is leaving: the publishers go while the session can undeclare them, and
-    /// the dispatching thread ends.
+    /// This space is leaving: the dispatching thread ends.
     pub(crate) fn close(&self) {
-        self.out.close();
         lock(&self.inbox).take();
     }
 
@@ -306,23 +302,21 @@ fn run_one(sh: &Arc<Shared>, caller: &str, msg: Invoke) {
         return;
     }
     let f = zbytes::frame(&sh.counters.sends, wire::encode_answer(&answer));
-    let sent = sh
-        .code
-        .out
-        .get(
-            &sh.session,
-            sh.key("answer", &format!("{caller}/{}", sh.id)),
-        )
-        .and_then(|p| {
-            p.put(f.payload)
-                .attachment(f.attachment)
-                .wait()
-                .map_err(|e| crate::error::zenoh_text(&e))
-        });
+    let sent = publish(sh, sh.key("answer", &format!("{caller}/{}", sh.id)), f);
     if let Err(e) = sent {
         sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(caller, "answer to an invocation not sent: {e}");
     }
+}
+
+/// Publishes `f` on `key` with back-pressure.
+fn publish(sh: &Shared, key: String, f: zbytes::Framed) -> Result<(), String> {
+    sh.session
+        .put(key, f.payload)
+        .attachment(f.attachment)
+        .congestion_control(zenoh::qos::CongestionControl::Block)
+        .wait()
+        .map_err(|e| crate::error::zenoh_text(&e))
 }
 
 /// An invocation another space (or this one) sent here.
@@ -451,15 +445,7 @@ pub(crate) fn invoke(
         return Ok((seq, rx));
     }
     let f = zbytes::frame(&sh.counters.sends, wire::encode_invoke(&msg));
-    let sent = code
-        .out
-        .get(&sh.session, sh.key("code", &format!("{space}/{}", sh.id)))
-        .and_then(|p| {
-            p.put(f.payload)
-                .attachment(f.attachment)
-                .wait()
-                .map_err(|e| crate::error::zenoh_text(&e))
-        });
+    let sent = publish(sh, sh.key("code", &format!("{space}/{}", sh.id)), f);
     match sent {
         Ok(()) => Ok((seq, rx)),
         Err(e) => {
