@@ -76,6 +76,45 @@ pub enum GraphError {
     },
     /// Nothing can run and step instances still wait: each unmet get, with its waiters.
     Deadlock(Vec<Unmet>),
+    /// A failure in another address space of a distributed graph.
+    Remote {
+        /// The address space.
+        space: String,
+        /// Its rank in the graph.
+        rank: usize,
+        /// What failed there.
+        error: Box<GraphError>,
+    },
+    /// A participant of a distributed graph left or died before the graph finished.
+    SpaceLost {
+        /// The address space.
+        space: String,
+        /// Its rank in the graph.
+        rank: usize,
+    },
+    /// A placement tuner (`compute_on`, `home`) named a rank the graph does not have.
+    NoSuchRank {
+        /// The step or item collection whose tuner it was.
+        tuner: String,
+        /// The tag it was asked about.
+        tag: Tag,
+        /// The rank it gave.
+        rank: usize,
+        /// How many ranks the graph has.
+        ranks: usize,
+    },
+    /// A message between the address spaces of a distributed graph could not be sent, was
+    /// refused, or could not be understood.
+    Network {
+        /// The other address space.
+        space: String,
+        /// Its rank in the graph.
+        rank: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The graph could not be distributed: says why.
+    Distribution(String),
 }
 
 impl fmt::Display for GraphError {
@@ -113,6 +152,28 @@ impl fmt::Display for GraphError {
                 }
                 Ok(())
             }
+            GraphError::Remote { space, rank, error } => {
+                write!(f, "in address space {space} (rank {rank}): {error}")
+            }
+            GraphError::SpaceLost { space, rank } => write!(
+                f,
+                "address space {space} (rank {rank}) left or died before the graph finished"
+            ),
+            GraphError::NoSuchRank {
+                tuner,
+                tag,
+                rank,
+                ranks,
+            } => write!(
+                f,
+                "the placement of {tuner}{tag} is rank {rank}, but the graph has {ranks} ranks"
+            ),
+            GraphError::Network {
+                space,
+                rank,
+                reason,
+            } => write!(f, "address space {space} (rank {rank}): {reason}"),
+            GraphError::Distribution(why) => write!(f, "cannot distribute the graph: {why}"),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use stampede_core::Item;
@@ -21,6 +21,7 @@ use stampede_core::Item;
 use crate::error::{GraphError, StepError};
 use crate::executor::{Executor, Job, Pool, TraceEvent};
 use crate::items::{Awaiting, ItemCollection, ItemsInner, Slot, Waiter};
+use crate::placement::Spread;
 use crate::steps::{PendingPut, Prescribed, StepCollection, StepCtx, StepsInner, TagCollection};
 use crate::tag::Tag;
 
@@ -225,10 +226,10 @@ pub(crate) fn settle() {
 /// has a line of its own.
 #[repr(align(128))]
 pub(crate) struct Sched {
-    pool: Arc<Pool>,
+    pub(crate) pool: Arc<Pool>,
     /// Instances scheduled or running (or held back, see [`Settle`]): the graph is quiet
     /// when none is.
-    outstanding: CacheLine<AtomicUsize>,
+    pub(crate) outstanding: CacheLine<AtomicUsize>,
     /// Threads in [`Graph::wait`]: an instance that leaves the graph quiet takes the lock to
     /// wake them only when there are some.
     waiting: AtomicUsize,
@@ -238,17 +239,21 @@ pub(crate) struct Sched {
     /// they are done, so that the workers run them.
     keepalive: Mutex<Option<Executor>>,
     /// The first failure; later ones are dropped.
-    failure: Mutex<Option<GraphError>>,
+    pub(crate) failure: Mutex<Option<GraphError>>,
     /// Whether `failure` is set (read by every step before it runs).
     has_failed: AtomicBool,
     quiet_lock: Mutex<()>,
     quiet: Condvar,
+    /// The graph's distribution, once it has one (see `placement`).
+    pub(crate) spread: OnceLock<Arc<dyn Spread>>,
 }
 
 pub(crate) struct GraphInner {
     exec: Executor,
-    sched: Arc<Sched>,
-    items: Mutex<Vec<ItemCollection>>,
+    pub(crate) sched: Arc<Sched>,
+    pub(crate) items: Mutex<Vec<ItemCollection>>,
+    /// Step collections, by which other address spaces name them.
+    pub(crate) steps: Mutex<Vec<StepCollection>>,
 }
 
 impl Drop for GraphInner {
@@ -267,7 +272,7 @@ impl Drop for GraphInner {
 /// A value alone on its cache lines (two, as adjacent lines are fetched together).
 #[repr(align(128))]
 #[derive(Default)]
-struct CacheLine<T>(T);
+pub(crate) struct CacheLine<T>(T);
 
 impl<T> std::ops::Deref for CacheLine<T> {
     type Target = T;
@@ -285,7 +290,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// finish and read the results. Cheap to clone.
 #[derive(Clone)]
 pub struct Graph {
-    inner: Arc<GraphInner>,
+    pub(crate) inner: Arc<GraphInner>,
 }
 
 impl std::fmt::Debug for Graph {
@@ -312,12 +317,14 @@ impl Graph {
             has_failed: AtomicBool::new(false),
             quiet_lock: Mutex::new(()),
             quiet: Condvar::new(),
+            spread: OnceLock::new(),
         });
         Graph {
             inner: Arc::new(GraphInner {
                 exec,
                 sched,
                 items: Mutex::new(Vec::new()),
+                steps: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -347,7 +354,7 @@ impl Graph {
         name: &str,
         body: impl Fn(&mut StepCtx, &Tag) -> Result<(), StepError> + Send + Sync + 'static,
     ) -> StepCollection {
-        StepCollection {
+        let steps = StepCollection {
             inner: Arc::new(StepsInner {
                 name: name.into(),
                 body: Box::new(body),
@@ -356,8 +363,11 @@ impl Graph {
                 depends: RwLock::new(None),
                 prioritized: AtomicBool::new(false),
                 priority: RwLock::new(None),
+                compute_on: RwLock::new(None),
             }),
-        }
+        };
+        lock(&self.inner.steps).push(steps.clone());
+        steps
     }
 
     /// The environment puts `value` at `tag`.
@@ -395,17 +405,30 @@ impl Graph {
 
     /// The item at `tag` now, if put (and not freed): for reading results. Does not count as
     /// a get.
+    ///
+    /// In a distributed graph an item whose home is another address space is fetched from
+    /// there when it is not here.
     pub fn get(&self, items: &ItemCollection, tag: impl Into<Tag>) -> Option<Item> {
-        match items.inner.slots().get(&tag.into()) {
-            Some(Slot::Present { value, .. }) => Some(value.clone()),
-            _ => None,
+        let tag = tag.into();
+        match items.inner.slots().get(&tag) {
+            Some(Slot::Present { value, .. }) => return Some(value.clone()),
+            Some(Slot::Freed) => return None,
+            _ => {}
         }
+        self.inner.sched.spread.get()?.fetch(&items.inner, &tag)
     }
 
     /// Waits until no step instance is scheduled or running. Fails with the first step that
     /// failed, a second put of an item, a get past an item's declared count, or, when
     /// instances still wait for items nobody put, [`GraphError::Deadlock`] listing them.
+    ///
+    /// In a distributed graph, the environment's `wait` returns once no address space has
+    /// an instance scheduled or running and no message between them is on its way, and
+    /// fails also when another space fails or is lost (see `Graph::distribute`).
     pub fn wait(&self) -> Result<(), GraphError> {
+        if let Some(s) = self.inner.sched.spread.get() {
+            return s.wait(&self.inner, None).map(|_| ());
+        }
         let inner = &self.inner;
         inner.sched.wait_quiet(None);
         self.outcome()
@@ -414,6 +437,9 @@ impl Graph {
     /// [`wait`](Graph::wait) for at most `timeout`: `Ok(false)` when step instances are
     /// still scheduled or running then (the graph goes on; wait again).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool, GraphError> {
+        if let Some(s) = self.inner.sched.spread.get() {
+            return s.wait(&self.inner, Some(Instant::now() + timeout));
+        }
         if !self.inner.sched.wait_quiet(Some(Instant::now() + timeout)) {
             return Ok(false);
         }
@@ -448,17 +474,31 @@ impl Graph {
 fn prescribe(via: &Pool, tags: &TagCollection, tag: Tag) {
     match tags.inner.admit(&tag) {
         Prescribed::Nothing => {}
-        Prescribed::One(steps) => start(via, steps, tag),
+        Prescribed::One(steps) => {
+            if !placed(tags, &steps, &tag) {
+                start(via, steps, tag);
+            }
+        }
         Prescribed::Many(list) => {
             for steps in list.iter() {
-                start(via, steps.clone(), tag.clone());
+                if !placed(tags, steps, &tag) {
+                    start(via, steps.clone(), tag.clone());
+                }
             }
         }
     }
 }
 
+/// Whether a distributed graph ran the instance elsewhere (or here already).
+fn placed(tags: &TagCollection, steps: &StepCollection, tag: &Tag) -> bool {
+    match steps.inner.sched.spread.get() {
+        Some(s) => s.place(tags, steps, tag),
+        None => false,
+    }
+}
+
 /// A new instance of `steps` for `tag`: scheduled now, or once its inputs are there.
-fn start(via: &Pool, steps: StepCollection, tag: Tag) {
+pub(crate) fn start(via: &Pool, steps: StepCollection, tag: Tag) {
     let inputs = steps.inputs_of(&tag);
     let instance = Instance {
         steps,
@@ -490,6 +530,11 @@ fn await_inputs(via: &Pool, instance: Arc<Instance>, inputs: &[(ItemCollection, 
             }
         }
     }
+    if let Some(s) = instance.sched().spread.get() {
+        for (items, tag) in inputs {
+            s.wanted(&items.inner, tag);
+        }
+    }
     // The registration's own count.
     if instance.input_arrived() {
         schedule(via, instance, Job::Shared);
@@ -515,11 +560,16 @@ fn schedule<I: Borrow<Instance>>(via: &Pool, instance: I, job: fn(I) -> Job) {
 }
 
 impl Sched {
-    fn fail(&self, e: GraphError) {
+    pub(crate) fn fail(&self, e: GraphError) {
         let mut f = lock(&self.failure);
         if f.is_none() {
+            let spread = self.spread.get().map(|s| (s, e.clone()));
             *f = Some(e);
             self.has_failed.store(true, Ordering::SeqCst);
+            drop(f);
+            if let Some((s, e)) = spread {
+                s.failed(&e);
+            }
         }
     }
 
@@ -528,7 +578,7 @@ impl Sched {
     }
 
     /// Waits until no instance is scheduled or running, or until `deadline`; true when quiet.
-    fn wait_quiet(&self, deadline: Option<Instant>) -> bool {
+    pub(crate) fn wait_quiet(&self, deadline: Option<Instant>) -> bool {
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let mut g = lock(&self.quiet_lock);
         let mut quiet = true;
@@ -564,6 +614,9 @@ impl Sched {
             let _g = lock(&self.quiet_lock);
             self.quiet.notify_all();
         }
+        if let Some(s) = self.spread.get() {
+            s.quiet(self);
+        }
         if self.orphaned.load(Ordering::SeqCst) {
             let exec = {
                 let _g = lock(&self.quiet_lock);
@@ -577,8 +630,19 @@ impl Sched {
         }
     }
 
-    /// Stores a put and wakes what waits for it.
+    /// Stores a put (a distributed graph sends it to its home) and wakes what waits for it.
     fn store(&self, put: PendingPut, by: &str) {
+        match self.spread.get() {
+            Some(s) => s.put(self, put, by),
+            None => {
+                self.store_here(put, by);
+            }
+        }
+    }
+
+    /// Stores a put in this address space and wakes what waits for it; false for a second
+    /// put of the tag (the graph fails).
+    pub(crate) fn store_here(&self, put: PendingPut, by: &str) -> bool {
         let waiters = {
             let mut slots = put.items.slots();
             let slot = slots
@@ -591,7 +655,7 @@ impl Sched {
                     tag: put.tag,
                     by: by.to_owned(),
                 });
-                return;
+                return false;
             }
             let Slot::Waiting(w) = std::mem::replace(
                 slot,
@@ -610,6 +674,7 @@ impl Sched {
                 Waiter::Input(i) => i.arrived(true, &self.pool),
             }
         }
+        true
     }
 
     /// Runs one instance and applies what it did; returns the gets that found nothing, for
@@ -676,19 +741,29 @@ impl Sched {
     /// one that arrived while it ran.
     fn suspend(&self, instance: &Arc<Instance>, missing: Vec<(Arc<ItemsInner>, Tag)>) {
         for (items, tag) in missing {
+            // A distributed graph asks the home of an item that is not here.
+            let wanted = self.spread.get().map(|s| (s, tag.clone()));
             let mut slots = items.slots();
             match slots.entry(tag).or_insert(Slot::Waiting(Vec::new())) {
                 Slot::Waiting(w) => w.push(Waiter::Rerun(instance.clone())),
                 _ => {
                     drop(slots);
                     schedule(&self.pool, instance.clone(), Job::Shared);
+                    continue;
                 }
+            }
+            drop(slots);
+            if let Some((s, tag)) = wanted {
+                s.wanted(&items, &tag);
             }
         }
     }
 
     /// A completed step's gets count towards freeing their items.
     fn count_gets(&self, gets: Vec<(Arc<ItemsInner>, Tag)>, step: &str) {
+        // A distributed graph reports gets of copies to their homes once they counted here:
+        // the home's answer may free a copy at once.
+        let report = self.spread.get().map(|s| (s, gets.clone()));
         for (items, tag) in gets {
             let mut slots = items.slots();
             let freed = match slots.get_mut(&tag) {
@@ -710,8 +785,20 @@ impl Sched {
                 _ => false,
             };
             if freed {
-                slots.insert(tag, Slot::Freed);
+                match self.spread.get() {
+                    None => {
+                        slots.insert(tag, Slot::Freed);
+                    }
+                    Some(s) => {
+                        slots.insert(tag.clone(), Slot::Freed);
+                        drop(slots);
+                        s.freed(&items, &tag);
+                    }
+                }
             }
+        }
+        if let Some((s, gets)) = report {
+            s.committed(&gets, step);
         }
     }
 }

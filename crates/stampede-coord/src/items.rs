@@ -42,6 +42,8 @@ pub(crate) enum Slot {
 pub(crate) struct ItemsInner {
     pub(crate) name: Arc<str>,
     pub(crate) slots: Mutex<HashMap<Tag, Slot, RandomState>>,
+    /// Placement tuning: the rank of an item's home (see `placement`).
+    pub(crate) home: crate::placement::Tuner,
 }
 
 impl ItemsInner {
@@ -95,6 +97,7 @@ impl ItemCollection {
             inner: Arc::new(ItemsInner {
                 name: name.into(),
                 slots: Mutex::new(HashMap::default()),
+                home: Default::default(),
             }),
         }
     }

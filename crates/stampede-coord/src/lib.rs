@@ -29,10 +29,13 @@
 //! assert_eq!(nine.as_bytes().unwrap().as_ref(), &9i64.to_le_bytes());
 //! ```
 
+#[cfg(feature = "net")]
+mod cluster;
 mod error;
 mod executor;
 mod graph;
 mod items;
+mod placement;
 mod steps;
 mod tag;
 

@@ -34,6 +34,8 @@ pub(crate) struct StepsInner {
     /// Whether `priority` is set, likewise.
     pub(crate) prioritized: AtomicBool,
     pub(crate) priority: RwLock<Option<Box<PriorityFn>>>,
+    /// Placement tuning: the rank that runs an instance (see `placement`).
+    pub(crate) compute_on: crate::placement::Tuner,
 }
 
 /// A step collection: one function of a tag, run once for every tag put into the tag
@@ -193,6 +195,12 @@ pub(crate) enum Prescribed {
 impl TagsInner {
     fn state(&self) -> MutexGuard<'_, TagsState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the collection is a set of tags (see [`TagCollection::memoize`]).
+    #[cfg(feature = "net")]
+    pub(crate) fn memoizes(&self) -> bool {
+        self.memoize.load(Ordering::Relaxed)
     }
 
     /// A put of `tag`: what to run an instance of.
