@@ -55,7 +55,10 @@ use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::{Mat, MatMut, MatRef, Parallelism};
-use stampede_coord::{Executor, Graph, Priority, StepCtx, StepError, Tag};
+use stampede_coord::{
+    Executor, Graph, ItemCollection, Priority, StepCollection, StepCtx, StepError, Tag,
+    TagCollection,
+};
 use stampede_core::{Item, NdArray};
 
 /// How to run the factorization.
@@ -188,13 +191,22 @@ fn idx(tag: &Tag, part: usize) -> usize {
     tag.int(part) as usize
 }
 
-/// Factors the symmetric positive definite `a` (only its lower triangle is read) as a CnC
-/// graph. Fails on a zero tile size or an empty matrix, and with the graph's error (naming
-/// the step) when a tile is not positive definite.
-pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
-    let n = a.nrows();
-    if a.ncols() != n {
-        return Err(format!("the matrix is {} × {}, not square", n, a.ncols()));
+/// The graph of a factorization of order `n`: its collections and step collections.
+pub struct Cholesky {
+    pub g: Graph,
+    pub n: usize,
+    pub p: usize,
+    pub lkji: ItemCollection,
+    pub lres: ItemCollection,
+    pub potrf_tags: TagCollection,
+    pub potrf: StepCollection,
+    pub trsm: StepCollection,
+    pub update: StepCollection,
+}
+
+fn check_sizes(n: usize, cols: usize, opts: Options) -> Result<(), String> {
+    if cols != n {
+        return Err(format!("the matrix is {n} × {cols}, not square"));
     }
     if n == 0 || opts.tile == 0 {
         return Err(format!(
@@ -202,11 +214,32 @@ pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
             opts.tile
         ));
     }
+    Ok(())
+}
+
+/// Factors the symmetric positive definite `a` (only its lower triangle is read) as a CnC
+/// graph. Fails on a zero tile size or an empty matrix, and with the graph's error (naming
+/// the step) when a tile is not positive definite.
+pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
+    check_sizes(a.nrows(), a.ncols(), opts)?;
+    let c = graph(a.nrows(), opts);
+    let start = Instant::now();
+    environment(&c, a, opts.tile)?;
+    let elapsed = start.elapsed();
+    let l = assemble(&c, opts.tile)?;
+    Ok(Outcome {
+        l,
+        lkji_left: c.lkji.len(),
+        l_tiles: c.lres.len(),
+        p: c.p,
+        elapsed,
+    })
+}
+
+/// The graph (collections, steps, priorities, tuning) for order `n`.
+pub fn graph(n: usize, opts: Options) -> Cholesky {
     let bs = opts.tile;
     let p = n.div_ceil(bs);
-    // Rows (or columns) of block `j`: `bs`, or what is left for the last one.
-    let size = move |j: usize| bs.min(n - j * bs);
-
     let g = Graph::new(Executor::new(opts.workers));
     let lkji = g.items("lkji");
     let lres = g.items("l");
@@ -316,7 +349,25 @@ pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
     potrf_tags.prescribes(&potrf_step);
     trsm_tags.prescribes(&trsm_step);
     update_tags.prescribes(&update_step);
+    Cholesky {
+        g,
+        n,
+        p,
+        lkji,
+        lres,
+        potrf_tags,
+        potrf: potrf_step,
+        trsm: trsm_step,
+        update: update_step,
+    }
+}
 
+/// The environment: puts the input tiles of `a` at k = 0, each read once, and the potrf
+/// tags, and waits for the graph.
+fn environment(c: &Cholesky, a: MatRef<'_, f64>, bs: usize) -> Result<(), String> {
+    let (n, p, g) = (c.n, c.p, &c.g);
+    // Rows (or columns) of block `j`: `bs`, or what is left for the last one.
+    let size = move |j: usize| bs.min(n - j * bs);
     // Tiles are cut out before the clock starts.
     let mut inputs = Vec::with_capacity(p * (p + 1) / 2);
     for j in 0..p {
@@ -332,23 +383,24 @@ pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
         }
     }
 
-    // The environment: the input tiles at k = 0, each read once, and the potrf tags.
-    let start = Instant::now();
     for (tag, item) in inputs {
-        g.put_counted(&lkji, tag, item, 1);
+        g.put_counted(&c.lkji, tag, item, 1);
     }
     for k in 0..p {
-        g.put_tag(&potrf_tags, k as i64);
+        g.put_tag(&c.potrf_tags, k as i64);
     }
-    g.wait().map_err(|e| e.to_string())?;
-    let elapsed = start.elapsed();
+    g.wait().map_err(|e| e.to_string())
+}
 
+/// L from the result collection `l`.
+fn assemble(c: &Cholesky, bs: usize) -> Result<Mat<f64>, String> {
+    let (n, p) = (c.n, c.p);
     let mut l = Mat::<f64>::zeros(n, n);
     for j in 0..p {
         for k in 0..=j {
-            let item = g
-                .get(&lres, Tag::from((j as i64, k as i64)))
-                .ok_or_else(|| format!("L({j},{k}) is missing"))?;
+            let item =
+                c.g.get(&c.lres, Tag::from((j as i64, k as i64)))
+                    .ok_or_else(|| format!("L({j},{k}) is missing"))?;
             let (rows, cols, d) = tile_data(&item).map_err(|e| e.to_string())?;
             for r in 0..rows {
                 for c in 0..cols {
@@ -357,13 +409,53 @@ pub fn factor(a: MatRef<'_, f64>, opts: Options) -> Result<Outcome, String> {
             }
         }
     }
-    Ok(Outcome {
-        l,
-        lkji_left: lkji.len(),
-        l_tiles: lres.len(),
-        p,
+    Ok(l)
+}
+
+/// The factorization spread over `ranks` address spaces by tile column: every step runs in
+/// the space of the column of the tile it writes, `i mod ranks` (potrf and trsm in column
+/// k), and every tile is homed there, so a tile moves only to the later steps of other
+/// columns that read it. This process is `rank` of graph `name` (one name per run); rank 0
+/// is the environment and gives `a` (the others pass `None`, serve until released and
+/// return `None`).
+#[cfg(feature = "net")]
+pub fn factor_across(
+    space: &stampede_net::Space,
+    name: &str,
+    rank: usize,
+    ranks: usize,
+    n: usize,
+    a: Option<MatRef<'_, f64>>,
+    opts: Options,
+) -> Result<Option<Outcome>, String> {
+    if let Some(a) = a {
+        check_sizes(a.nrows(), a.ncols(), opts)?;
+    }
+    let c = graph(n, opts);
+    let column = move |part: usize| move |tag: &Tag| idx(tag, part) % ranks;
+    c.potrf.compute_on(column(0));
+    c.trsm.compute_on(column(0));
+    c.update.compute_on(column(2));
+    c.lkji.home(column(2));
+    c.lres.home(column(1));
+    c.g.distribute(space, name, rank, ranks)
+        .map_err(|e| e.to_string())?;
+    let Some(a) = a else {
+        c.g.serve().map_err(|e| e.to_string())?;
+        return Ok(None);
+    };
+    let start = Instant::now();
+    let ran = environment(&c, a, opts.tile);
+    let elapsed = start.elapsed();
+    let l = ran.and_then(|()| assemble(&c, opts.tile));
+    c.g.release().map_err(|e| e.to_string())?;
+    Ok(Some(Outcome {
+        l: l?,
+        lkji_left: c.lkji.len(),
+        l_tiles: c.p * (c.p + 1) / 2,
+        p: c.p,
         elapsed,
-    })
+    }))
 }
 
 /// ‖L Lᵀ − A‖_F / ‖A‖_F.
