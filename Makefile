@@ -39,8 +39,10 @@ test: setup lint test-rust test-loom test-python test-c test-java
 test-rust:
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
-	# Local-only users leave distribution (and Zenoh) out of the facade.
+	# Local-only users leave distribution (and Zenoh) out of the facade and of the
+	# coordination layer.
 	$(CARGO) check -p stampede --no-default-features --all-targets
+	$(CARGO) check -p stampede-coord --no-default-features --all-targets
 
 # loom model-checks the concurrent core; it rebuilds the crate with --cfg loom, so it gets
 # its own target directory.

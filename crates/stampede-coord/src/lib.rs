@@ -9,6 +9,11 @@
 //! Stampede [`Item`](stampede_core::Item)s, so one value type runs through Space-Time Memory
 //! and the coordination layer.
 //!
+//! **Across address spaces** (the default `net` feature): every process of a Stampede
+//! application builds the same graph and joins it by name and rank (`Graph::distribute`);
+//! placement tuners ([`StepCollection::compute_on`], [`ItemCollection::home`]) say where
+//! instances run and items live, and the environment's `wait` covers every space.
+//!
 //! ```
 //! use stampede_coord::{Executor, Graph, Tag};
 //! let g = Graph::new(Executor::new(2));
