@@ -7,10 +7,12 @@ can follow it without timing anything.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import stampede as sp
+from stampede import cnc
 
 # Long enough never to expire in a passing run.
 LONG = 30.0
@@ -86,12 +88,38 @@ def containers(space: sp.Space, n: int) -> None:
         time.sleep(60)
 
 
+def chain_graph(n: int) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.ItemCollection, cnc.TagCollection]:
+    """x[i] = x[i-1] + i for i < n, each step in the space of rank i % 2 and each x[i]
+    living there; ``ran`` records the process that ran step i. Both ranks build it alike."""
+    g = cnc.Graph(cnc.Executor(2))
+    x, ran, ids = g.items("x"), g.items("ran"), g.tags("ids")
+
+    def add(ctx: cnc.StepContext, tag: tuple[int]) -> None:
+        (i,) = tag
+        ctx.put(x, i, ctx.get(x, i - 1) + i)
+        ctx.put(ran, i, os.getpid())
+
+    ids.prescribes(g.steps("add", add).compute_on(lambda tag: tag[0] % 2))
+    x.home(lambda tag: tag[0] % 2)
+    return g, x, ran, ids
+
+
+def cnc_rank(space: sp.Space, n: int) -> None:
+    """Rank 1 of the chain graph: serves it until the environment releases it."""
+    g, *_ = chain_graph(n)
+    g.distribute(space, "chain", 1, 2)
+    print("SERVING", flush=True)
+    g.serve()
+    print("DONE", flush=True)
+
+
 ROLES = {
     "consumer": consumer,
     "producer": producer,
     "holder": holder,
     "owner": owner,
     "containers": containers,
+    "cnc": cnc_rank,
 }
 
 

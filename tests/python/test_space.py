@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import stampede as sp
-from _space_child import LEASE, LONG
+from stampede import cnc
+from _space_child import LEASE, LONG, chain_graph
 from _support import wait_until
 
 CHILD = pathlib.Path(__file__).with_name("_space_child.py")
@@ -591,3 +592,35 @@ def test_queue_gets_take_items_ahead_and_register_reads_use_pushed_writes(
             rin.try_read()
         reader.exit()
     producer.exit()
+
+
+def test_a_cnc_graph_places_steps_and_items_in_two_spaces(cluster: Cluster) -> None:
+    n = 120
+    child = cluster.start("cnc", n)
+    g, x, ran, ids = chain_graph(n)
+    assert g.rank is None
+    g.distribute(cluster.space, "chain", 0, 2)
+    assert g.rank == (0, 2)
+    child.expect("SERVING")
+    for i in reversed(range(1, n)):  # backwards: most steps suspend and ask another space
+        g.put_tag(ids, i)
+    g.put(x, 0, 0)
+    g.wait(timeout=LONG)
+    assert [g.get(x, i) for i in range(n)] == [i * (i + 1) // 2 for i in range(n)]
+    pids = {i % 2: g.get(ran, i) for i in range(1, n)}
+    assert pids[0] == os.getpid() and pids[1] == child.proc.pid
+    g.release()
+    assert child.finish()[-1] == "DONE"
+
+
+def test_a_distributed_graph_fails_when_a_rank_dies(cluster: Cluster) -> None:
+    child = cluster.start("cnc", 50)
+    g, x, _, ids = chain_graph(50)
+    g.distribute(cluster.space, "chain", 0, 2)
+    child.expect("SERVING")
+    child.kill()
+    for i in range(1, 50):
+        g.put_tag(ids, i)
+    with pytest.raises(cnc.GraphError, match="rank 1|lost|left"):
+        g.put(x, 0, 0)
+        g.wait(timeout=LONG)

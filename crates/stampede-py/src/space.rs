@@ -263,7 +263,7 @@ pub(crate) struct Space {
 }
 
 impl Space {
-    fn get(&self, py: Python<'_>) -> PyResult<net::Space> {
+    pub(crate) fn get(&self, py: Python<'_>) -> PyResult<net::Space> {
         lock(&self.space).clone().ok_or_else(|| {
             errors::raise(
                 py,

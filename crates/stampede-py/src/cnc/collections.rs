@@ -11,6 +11,7 @@ use super::step::{self, Raised};
 #[pyclass(module = "stampede.cnc", name = "ItemCollection", frozen)]
 pub(crate) struct PyItemCollection {
     pub(crate) inner: ItemCollection,
+    pub(crate) raised: Arc<Raised>,
 }
 
 #[pymethods]
@@ -24,6 +25,17 @@ impl PyItemCollection {
     /// Items held now (put and not freed).
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// In a distributed graph, ``rank(tag)`` is the rank of the space where each item lives
+    /// (every process must compute the same). Returns this collection.
+    fn home<'py>(slf: PyRef<'py, Self>, py: Python<'_>, rank: Py<PyAny>) -> PyRef<'py, Self> {
+        let f = step::rank(rank, slf.raised.clone(), slf.inner.name().into(), "home");
+        let inner = slf.inner.clone();
+        py.detach(move || {
+            inner.home(f);
+        });
+        slf
     }
 
     fn __repr__(&self) -> String {
@@ -97,6 +109,17 @@ impl PyStepCollection {
         let inner = slf.inner.clone();
         py.detach(move || {
             inner.depends(f);
+        });
+        slf
+    }
+
+    /// In a distributed graph, ``rank(tag)`` is the rank of the space each instance runs
+    /// in. Returns this collection.
+    fn compute_on<'py>(slf: PyRef<'py, Self>, py: Python<'_>, rank: Py<PyAny>) -> PyRef<'py, Self> {
+        let f = step::rank(rank, slf.raised.clone(), slf.name_arc(), "compute_on");
+        let inner = slf.inner.clone();
+        py.detach(move || {
+            inner.compute_on(f);
         });
         slf
     }

@@ -11,6 +11,7 @@ use super::step::{self, check_gets, Raised};
 use super::tags::{to_py, to_tag};
 use crate::errors::{self, Exc};
 use crate::items::{to_item, to_python};
+use crate::space::Space;
 use crate::stm::{deadline, drop_detached, lock};
 
 /// How long `wait` sleeps between looks at Ctrl-C.
@@ -201,6 +202,7 @@ impl PyGraph {
     fn items(&self, name: &str) -> PyItemCollection {
         PyItemCollection {
             inner: self.graph().items(name),
+            raised: self.raised.clone(),
         }
     }
 
@@ -320,6 +322,45 @@ impl PyGraph {
             }
         }
         self.tuning_error(py)
+    }
+
+    /// Joins the graph to the ranks of a distributed run: every process of ``space``'s
+    /// application that builds the same graph (collections, steps and tuners) calls this
+    /// with the same ``name`` and ``ranks`` and its own ``rank``; it returns once all have
+    /// joined. Rank 0 is the environment (puts, :meth:`wait`, :meth:`get`, then
+    /// :meth:`release`); the others call :meth:`serve`. ``compute_on`` places step
+    /// instances, ``home`` places items.
+    fn distribute(
+        &self,
+        py: Python<'_>,
+        space: PyRef<'_, Space>,
+        name: &str,
+        rank: usize,
+        ranks: usize,
+    ) -> PyResult<()> {
+        let space = space.get(py)?;
+        py.detach(|| self.graph().distribute(&space, name, rank, ranks))
+            .map_err(|e| self.error(py, &e))
+    }
+
+    /// On a rank other than 0: runs the steps and keeps the items placed here until the
+    /// environment releases the graph (or is lost, which raises).
+    fn serve(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.graph().serve())
+            .map_err(|e| self.error(py, &e))
+    }
+
+    /// On rank 0, after the last :meth:`get`: ends the run; the other ranks' :meth:`serve`
+    /// returns.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.graph().release())
+            .map_err(|e| self.error(py, &e))
+    }
+
+    /// ``(rank, ranks)`` once distributed, else ``None``.
+    #[getter]
+    fn rank(&self) -> Option<(usize, usize)> {
+        self.graph().rank()
     }
 
     fn __repr__(&self) -> String {

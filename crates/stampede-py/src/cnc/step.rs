@@ -156,8 +156,8 @@ pub(crate) fn check_gets(py: Python<'_>, gets: Option<u32>) -> PyResult<()> {
 pub(crate) struct Raised {
     /// The first exception a step raised: (step, tag, exception).
     pub(crate) step: Mutex<Option<(String, Tag, Py<PyAny>)>>,
-    /// The first exception of a tuning function: (step, tag, what, exception). The step
-    /// then ran untuned; `wait` reports it.
+    /// The first exception of a tuning function: (step or item collection, tag, which
+    /// function, exception). The graph went on without the tuning; `wait` reports it.
     pub(crate) tuning: Mutex<Option<(String, Tag, &'static str, PyErr)>>,
 }
 
@@ -279,5 +279,27 @@ pub(crate) fn priority(
                 }
             },
         )
+    }
+}
+
+/// A placement tuner calling Python (`compute_on`, `home`): the rank it returns. If it
+/// raises or returns no rank, rank 0 is used and `wait` reports the exception.
+pub(crate) fn rank(
+    func: Py<PyAny>,
+    raised: Arc<Raised>,
+    name: Arc<str>,
+    what: &'static str,
+) -> impl Fn(&Tag) -> usize + Send + Sync + 'static {
+    move |tag| {
+        if FINALIZING.load(Ordering::Acquire) {
+            return 0;
+        }
+        Python::attach(|py| {
+            let rank = || -> PyResult<usize> { func.bind(py).call1((to_py(py, tag)?,))?.extract() };
+            rank().unwrap_or_else(|e| {
+                tuning_failed(&raised, &name, tag, what, e);
+                0
+            })
+        })
     }
 }
