@@ -79,10 +79,27 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-coord
 	@$(MAKE) --no-print-directory bench-experiments
 
-# The coordination layer against rayon (bench-results/coord.json).
+# The coordination layer against rayon, then the coordination applications against LAPACK,
+# numpy, the machine's dgemm rate and the Rust Cholesky example (bench-results/coord.json).
+# OpenBLAS picks its own kernel here (the variables that hold it to a safe one are unset), and
+# every Python version runs on it.
 .PHONY: bench-coord
-bench-coord: setup
+bench-coord: setup python
 	$(CARGO) run --release -p stampede-coord-bench -- --out bench-results/coord.json
+	$(CARGO) build --release -p stampede-coord --example cholesky
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(PY) bench/coord_bench.py \
+		--out bench-results/coord.json --rust-cholesky target/release/examples/cholesky
+
+# The tiled Cholesky on Concurrent Collections, checked against its matrix (docs/cholesky.md).
+.PHONY: cholesky
+cholesky: python
+	$(PY) apps/cholesky.py
+
+# Face detection as a cascade of classifiers: sequential, static split, shared queue and CnC,
+# checked against each other and the workload's truth (docs/face-detect.md).
+.PHONY: face-detect
+face-detect: python
+	$(PY) apps/face_detect.py
 
 # The Java face's Experiment 3: Java, Rust and Java-socket ping-pong in one run (docs/java.md).
 .PHONY: bench-java
