@@ -505,6 +505,11 @@ class SpaceStats:
     sent_fresh: int
     loans_shared: int
     loans_plain: int
+    invocations_sent: int
+    invocations_served: int
+    invocations_unknown: int
+    invocations_failed: int
+    answers_late: int
 
 @final
 class SpaceWatermark:

@@ -354,6 +354,11 @@ typedef struct {
   uint64_t sent_fresh;
   uint64_t loans_shared;
   uint64_t loans_plain;
+  uint64_t invocations_sent;
+  uint64_t invocations_served;
+  uint64_t invocations_unknown;
+  uint64_t invocations_failed;
+  uint64_t answers_late;
 } stp_space_stats;
 
 // A zone's watermark and what holds it (`stp_runtime_explain`).

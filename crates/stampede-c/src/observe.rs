@@ -154,6 +154,11 @@ pub struct stp_space_stats {
     pub sent_fresh: u64,
     pub loans_shared: u64,
     pub loans_plain: u64,
+    pub invocations_sent: u64,
+    pub invocations_served: u64,
+    pub invocations_unknown: u64,
+    pub invocations_failed: u64,
+    pub answers_late: u64,
 }
 
 impl From<SpaceStats> for stp_space_stats {
@@ -186,6 +191,11 @@ impl From<SpaceStats> for stp_space_stats {
             sent_fresh: s.sent_fresh,
             loans_shared: s.loans_shared,
             loans_plain: s.loans_plain,
+            invocations_sent: s.invocations_sent,
+            invocations_served: s.invocations_served,
+            invocations_unknown: s.invocations_unknown,
+            invocations_failed: s.invocations_failed,
+            answers_late: s.answers_late,
         }
     }
 }

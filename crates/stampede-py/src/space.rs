@@ -169,6 +169,16 @@ pub(crate) struct SpaceStats {
     loans_shared: u64,
     /// Loans lent in plain memory instead (small, no shared memory, or its pool full).
     loans_plain: u64,
+    /// Invocations of named code this space sent (calls and one-way).
+    invocations_sent: u64,
+    /// Invocations this space ran a handler for.
+    invocations_served: u64,
+    /// Invocations that reached this space for a name it does not serve.
+    invocations_unknown: u64,
+    /// Failures of this space's invocations reported back to it.
+    invocations_failed: u64,
+    /// Answers that arrived after their call stopped waiting.
+    answers_late: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -509,6 +519,11 @@ impl Space {
             sent_fresh: s.sent_fresh,
             loans_shared: s.loans_shared,
             loans_plain: s.loans_plain,
+            invocations_sent: s.invocations_sent,
+            invocations_served: s.invocations_served,
+            invocations_unknown: s.invocations_unknown,
+            invocations_failed: s.invocations_failed,
+            answers_late: s.answers_late,
         })
     }
 

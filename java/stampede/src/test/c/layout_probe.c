@@ -66,6 +66,11 @@ int main(void) {
     FIELD(stp_space_stats, sent_fresh);
     FIELD(stp_space_stats, loans_shared);
     FIELD(stp_space_stats, loans_plain);
+    FIELD(stp_space_stats, invocations_sent);
+    FIELD(stp_space_stats, invocations_served);
+    FIELD(stp_space_stats, invocations_unknown);
+    FIELD(stp_space_stats, invocations_failed);
+    FIELD(stp_space_stats, answers_late);
 
     SIZE(stp_watermark);
     FIELD(stp_watermark, zone);

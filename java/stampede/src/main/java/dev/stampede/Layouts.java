@@ -45,7 +45,9 @@ final class Layouts {
             "pushed", "push_skipped", "push_received", "consume_failed", "events_sent",
             "events_received", "events_dropped", "events_lost", "puts_sent", "puts_refused",
             "view_hits", "register_hits", "leased", "lease_hits", "view_snapshots",
-            "seen_refused", "sent_as_received", "sent_fresh", "loans_shared", "loans_plain");
+            "seen_refused", "sent_as_received", "sent_fresh", "loans_shared", "loans_plain",
+            "invocations_sent", "invocations_served", "invocations_unknown", "invocations_failed",
+            "answers_late");
 
     static final StructLayout SPACE_STATS =
             u64s("stp_space_stats", SPACE_COUNTERS.toArray(String[]::new));

@@ -32,6 +32,11 @@ import java.lang.foreign.MemorySegment;
  * @param sentFresh large items handed to Zenoh afresh (copied once)
  * @param loansShared loans for remote channels lent in shared memory
  * @param loansPlain loans for remote channels lent in plain memory instead
+ * @param invocationsSent invocations of named code this space sent (calls and one-way)
+ * @param invocationsServed invocations this space ran a handler for
+ * @param invocationsUnknown invocations that reached this space for a name it does not serve
+ * @param invocationsFailed failures of this space's invocations reported back to it
+ * @param answersLate answers that arrived after their call stopped waiting
  */
 public record SpaceStats(
         long served,
@@ -59,9 +64,15 @@ public record SpaceStats(
         long sentAsReceived,
         long sentFresh,
         long loansShared,
-        long loansPlain) {
+        long loansPlain,
+        long invocationsSent,
+        long invocationsServed,
+        long invocationsUnknown,
+        long invocationsFailed,
+        long answersLate) {
     static SpaceStats read(MemorySegment s) {
         long[] v = s.toArray(java.lang.foreign.ValueLayout.JAVA_LONG);
-        return new SpaceStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25]);
+        return new SpaceStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
+                v[26], v[27], v[28], v[29], v[30]);
     }
 }
