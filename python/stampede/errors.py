@@ -279,6 +279,5 @@ __all__ = [
     "StepFailed",
     "DuplicatePut",
     "FreedItem",
-    "Unmet",
     "Deadlock",
 ]

@@ -11,6 +11,7 @@ import pytest
 
 import stampede
 import stampede as sp
+import stampede.cnc
 import stampede.errors
 
 PACKAGE = pathlib.Path(stampede.__file__).parent
@@ -49,10 +50,19 @@ def test_every_exported_name_exists_and_is_documented(name: str) -> None:
 
 def test_the_stub_and_the_helpers_are_fully_exported() -> None:
     exported = set(sp.__all__)
-    missing = stub_names() - exported
+    # Concurrent Collections has a namespace of its own, ``stampede.cnc``.
+    missing = stub_names() - exported - set(stampede.cnc.__all__)
     assert not missing, f"declared in _stampede.pyi but not exported: {sorted(missing)}"
     assert set(stampede.errors.__all__) <= exported
     assert {"Arrivals", "TaskThread"} <= exported
+
+
+@pytest.mark.parametrize("name", sorted(stampede.cnc.__all__))
+def test_every_cnc_name_exists_and_is_documented(name: str) -> None:
+    obj = getattr(stampede.cnc, name)
+    if inspect.isclass(obj):
+        doc = vars(obj).get("__doc__")
+        assert isinstance(doc, str) and doc.strip(), f"stampede.cnc.{name} has no docstring"
 
 
 def test_constants() -> None:
