@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use stampede_coord::{Executor, Graph, GraphError, TraceEvent};
 
-use super::collections::{PyItemCollection, PyStepCollection, PyTagCollection};
-use super::step::{self, check_gets, Raised};
+use super::collections::{self, PyItemCollection, PyStepCollection, PyTagCollection, Raised};
+use super::step::{self, check_gets};
 use super::tags::{to_py, to_tag};
 use crate::errors::{self, Exc};
 use crate::items::{to_item, to_python};
@@ -232,10 +232,14 @@ impl PyGraph {
             step::body(body, self.raised.clone(), step_name.clone()),
         );
         if let Some(f) = depends {
-            inner.depends(step::depends(f, self.raised.clone(), step_name.clone()));
+            inner.depends(collections::depends(
+                f,
+                self.raised.clone(),
+                step_name.clone(),
+            ));
         }
         if let Some(f) = priority {
-            inner.priority(step::priority(f, self.raised.clone(), step_name));
+            inner.priority(collections::priority(f, self.raised.clone(), step_name));
         }
         PyStepCollection {
             inner,

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use stampede_coord::{ItemCollection, Priority, StepCtx, StepError, Tag};
+use stampede_coord::{StepCtx, StepError, Tag};
 
-use super::collections::{PyItemCollection, PyTagCollection};
+use super::collections::{PyItemCollection, PyTagCollection, Raised};
 use super::tags::{to_py, to_tag};
 use crate::errors::{self, Exc};
 use crate::items::{to_item, to_python};
@@ -151,16 +151,6 @@ pub(crate) fn check_gets(py: Python<'_>, gets: Option<u32>) -> PyResult<()> {
     Ok(())
 }
 
-/// The Python exceptions of a graph's callables, kept to explain its failure.
-#[derive(Default)]
-pub(crate) struct Raised {
-    /// The first exception a step raised: (step, tag, exception).
-    pub(crate) step: Mutex<Option<(String, Tag, Py<PyAny>)>>,
-    /// The first exception of a tuning function: (step or item collection, tag, which
-    /// function, exception). The graph went on without the tuning; `wait` reports it.
-    pub(crate) tuning: Mutex<Option<(String, Tag, &'static str, PyErr)>>,
-}
-
 fn describe(py: Python<'_>, e: &PyErr) -> String {
     let ty = e
         .get_type(py)
@@ -207,99 +197,5 @@ pub(crate) fn body(
         });
         slot.close();
         outcome
-    }
-}
-
-fn tuning_failed(raised: &Raised, step: &str, tag: &Tag, what: &'static str, e: PyErr) {
-    let mut first = lock(&raised.tuning);
-    if first.is_none() {
-        *first = Some((step.to_owned(), tag.clone(), what, e));
-    }
-}
-
-/// A `depends` tuning function calling Python. If it raises, the instance runs untuned and
-/// `wait` reports the exception.
-pub(crate) fn depends(
-    func: Py<PyAny>,
-    raised: Arc<Raised>,
-    step: Arc<str>,
-) -> impl Fn(&Tag) -> Vec<(ItemCollection, Tag)> + Send + Sync + 'static {
-    move |tag| {
-        if FINALIZING.load(Ordering::Acquire) {
-            return Vec::new();
-        }
-        Python::attach(|py| {
-            let inputs = || -> PyResult<Vec<(ItemCollection, Tag)>> {
-                let out = func.bind(py).call1((to_py(py, tag)?,))?;
-                let mut inputs = Vec::new();
-                for pair in out.try_iter()? {
-                    let (items, t): (PyRef<'_, PyItemCollection>, Bound<'_, PyAny>) =
-                        pair?.extract()?;
-                    inputs.push((items.inner.clone(), to_tag(&t)?));
-                }
-                Ok(inputs)
-            };
-            inputs().unwrap_or_else(|e| {
-                tuning_failed(&raised, &step, tag, "depends", e);
-                Vec::new()
-            })
-        })
-    }
-}
-
-/// A `priority` tuning function calling Python: true means critical-path work. If it
-/// raises, the instance runs at normal priority and `wait` reports the exception.
-pub(crate) fn priority(
-    func: Py<PyAny>,
-    raised: Arc<Raised>,
-    step: Arc<str>,
-) -> impl Fn(&Tag) -> Priority + Send + Sync + 'static {
-    move |tag| {
-        if FINALIZING.load(Ordering::Acquire) {
-            return Priority::Normal;
-        }
-        Python::attach(|py| {
-            let high = func
-                .bind(py)
-                .call1((to_py(py, tag)?,))
-                .and_then(|v| v.is_truthy());
-            Ok::<_, PyErr>(high)
-        })
-        .and_then(|r| r)
-        .map_or_else(
-            |e| {
-                tuning_failed(&raised, &step, tag, "priority", e);
-                Priority::Normal
-            },
-            |high| {
-                if high {
-                    Priority::High
-                } else {
-                    Priority::Normal
-                }
-            },
-        )
-    }
-}
-
-/// A placement tuner calling Python (`compute_on`, `home`): the rank it returns. If it
-/// raises or returns no rank, rank 0 is used and `wait` reports the exception.
-pub(crate) fn rank(
-    func: Py<PyAny>,
-    raised: Arc<Raised>,
-    name: Arc<str>,
-    what: &'static str,
-) -> impl Fn(&Tag) -> usize + Send + Sync + 'static {
-    move |tag| {
-        if FINALIZING.load(Ordering::Acquire) {
-            return 0;
-        }
-        Python::attach(|py| {
-            let rank = || -> PyResult<usize> { func.bind(py).call1((to_py(py, tag)?,))?.extract() };
-            rank().unwrap_or_else(|e| {
-                tuning_failed(&raised, &name, tag, what, e);
-                0
-            })
-        })
     }
 }
