@@ -7,10 +7,10 @@ use pyo3::prelude::*;
 use stampede_coord::{Executor, Graph, GraphError, TraceEvent};
 
 use super::collections::{self, PyItemCollection, PyStepCollection, PyTagCollection, Raised};
-use super::step::{self, check_gets};
+use super::step::{self, put_args};
 use super::tags::{to_py, to_tag};
 use crate::errors::{self, Exc};
-use crate::items::{to_item, to_python};
+use crate::items::to_python;
 use crate::space::Space;
 use crate::stm::{deadline, drop_detached, lock};
 
@@ -257,9 +257,7 @@ impl PyGraph {
         value: &Bound<'_, PyAny>,
         gets: Option<u32>,
     ) -> PyResult<()> {
-        let tag = to_tag(tag)?;
-        check_gets(py, gets)?;
-        let item = to_item(py, value)?;
+        let (tag, item) = put_args(tag, value, gets)?;
         // Waking and scheduling may run tuning functions, which take the GIL themselves.
         let items = items.inner.clone();
         py.detach(|| match gets {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use stampede_coord::{StepCtx, StepError, Tag};
+use stampede_core::Item;
 
 use super::collections::{PyItemCollection, PyTagCollection, Raised};
 use super::tags::{to_py, to_tag};
@@ -114,9 +115,7 @@ impl PyStepContext {
         value: &Bound<'_, PyAny>,
         gets: Option<u32>,
     ) -> PyResult<()> {
-        let tag = to_tag(tag)?;
-        check_gets(py, gets)?;
-        let item = to_item(py, value)?;
+        let (tag, item) = put_args(tag, value, gets)?;
         self.slot.with(py, |ctx| match gets {
             Some(n) => ctx.put_counted(&items.inner, tag, item, n),
             None => ctx.put(&items.inner, tag, item),
@@ -141,14 +140,20 @@ impl PyStepContext {
     }
 }
 
-pub(crate) fn check_gets(py: Python<'_>, gets: Option<u32>) -> PyResult<()> {
+/// A put's tag and item, checked: ``gets`` counts gets an item will receive, so at least 1.
+pub(crate) fn put_args(
+    tag: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    gets: Option<u32>,
+) -> PyResult<(Tag, Item)> {
+    let py = tag.py();
     if gets == Some(0) {
         return Err(errors::invalid(
             py,
             "gets counts the gets an item will receive: at least 1",
         ));
     }
-    Ok(())
+    Ok((to_tag(tag)?, to_item(py, value)?))
 }
 
 fn describe(py: Python<'_>, e: &PyErr) -> String {
