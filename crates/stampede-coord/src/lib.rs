@@ -41,6 +41,7 @@ mod executor;
 mod graph;
 mod items;
 mod placement;
+pub mod snet;
 mod steps;
 mod tag;
 
