@@ -179,3 +179,102 @@ impl fmt::Display for GraphError {
 }
 
 impl std::error::Error for GraphError {}
+
+/// What an S-Net network reports: a program that does not check, a record it cannot take,
+/// or a failure while it runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SnetError {
+    /// The program did not parse or check; the diagnostics render like a compiler's.
+    Check(crate::snet::Diagnostics),
+    /// Boxes the program declares have no function bound to them.
+    Unbound(Vec<String>),
+    /// The network does not accept records of this type: the record comes back unchanged.
+    Rejected {
+        /// The record, as sent.
+        record: crate::snet::Record,
+        /// What the network accepts.
+        accepts: Vec<String>,
+    },
+    /// A box returned an error or panicked on a record; the record produced nothing.
+    BoxFailed {
+        /// The box.
+        name: String,
+        /// The record it was given.
+        record: String,
+        /// What it said.
+        message: String,
+    },
+    /// A box emitted values that its signature does not allow; nothing was emitted.
+    BrokeSignature {
+        /// The box.
+        name: String,
+        /// The record it was given.
+        record: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A tag expression had no value (division by zero, overflow) for a record.
+    TagExpression {
+        /// Where the expression is written, `file:line:col`.
+        at: String,
+        /// The record.
+        record: String,
+        /// Why.
+        message: String,
+    },
+    /// A record reached a point where no route takes it: a box emitted a type its signature
+    /// allows but the network around it cannot take, or a guard sent it where its type fails.
+    Unroutable {
+        /// Where, `file:line:col`.
+        at: String,
+        /// The record.
+        record: String,
+        /// Why.
+        message: String,
+    },
+    /// The run was closed: no more records can be sent.
+    Closed,
+    /// Waiting ended before the network finished.
+    Timeout,
+}
+
+impl fmt::Display for SnetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnetError::Check(d) => write!(f, "{d}"),
+            SnetError::Unbound(names) => {
+                write!(f, "no function is bound to box(es) {}", names.join(", "))
+            }
+            SnetError::Rejected { record, accepts } => write!(
+                f,
+                "the network does not accept {record}; it accepts {}",
+                accepts.join(" | ")
+            ),
+            SnetError::BoxFailed {
+                name,
+                record,
+                message,
+            } => write!(f, "box {name} failed on {record}: {message}"),
+            SnetError::BrokeSignature {
+                name,
+                record,
+                message,
+            } => write!(f, "box {name} broke its signature on {record}: {message}"),
+            SnetError::TagExpression {
+                at,
+                record,
+                message,
+            } => write!(f, "{at}: tag expression failed on {record}: {message}"),
+            SnetError::Unroutable {
+                at,
+                record,
+                message,
+            } => write!(f, "{at}: cannot route {record}: {message}"),
+            SnetError::Closed => f.write_str("the run is closed to new records"),
+            SnetError::Timeout => f.write_str("the network did not finish in time"),
+        }
+    }
+}
+
+impl std::error::Error for SnetError {}

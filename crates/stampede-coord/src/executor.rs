@@ -225,6 +225,17 @@ impl Executor {
             .submit(priority, Job::Closure(Box::new(job)));
     }
 
+    /// Runs `job` after the work queued on the calling worker: it goes to the global queue,
+    /// which a worker looks at once its own deque is empty.
+    pub(crate) fn spawn_later(&self, job: impl FnOnce() + Send + 'static) {
+        let pool = &self.shared.pool;
+        pool.injector.push(Job::Closure(Box::new(job)));
+        fence(Ordering::SeqCst);
+        if pool.sleep.sleeping.load(Ordering::Relaxed) > 0 {
+            pool.wake_one();
+        }
+    }
+
     /// Switches the execution trace on or off.
     pub fn set_tracing(&self, on: bool) {
         self.shared.pool.tracing.store(on, Ordering::Relaxed);

@@ -45,7 +45,7 @@ pub mod snet;
 mod steps;
 mod tag;
 
-pub use error::{GraphError, StepError, Unmet};
+pub use error::{GraphError, SnetError, StepError, Unmet};
 pub use executor::{Executor, Priority, TraceEvent};
 pub use graph::Graph;
 pub use items::ItemCollection;

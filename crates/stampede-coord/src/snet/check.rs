@@ -50,6 +50,9 @@ pub(crate) fn check(
         return Err(c.diags);
     }
     let output: BTreeSet<LabelSet> = c.leaving[root].iter().copied().collect();
+    let accepts: Vec<Vec<LabelSet>> = (0..c.nodes.len())
+        .map(|n| c.accepts(n).into_iter().map(|(set, _)| set).collect())
+        .collect();
     let nodes = c
         .nodes
         .into_iter()
@@ -59,6 +62,7 @@ pub(crate) fn check(
             kind,
             span,
             text: c.texts.remove(&i),
+            accepts: accepts[i].clone(),
             arriving: arriving.into_iter().collect(),
             leaving: leaving.into_iter().collect(),
         })
@@ -321,10 +325,22 @@ impl Checker {
                 }
                 None => {
                     self.box_index.insert(b.name.clone(), self.boxes.len());
+                    let order = |p: &Pattern, t: &LabelTable| {
+                        p.labels.iter().filter_map(|l| t.label(l)).collect()
+                    };
+                    let input_order = order(&b.sig.input, &self.labels);
+                    let output_orders = b
+                        .sig
+                        .outputs
+                        .iter()
+                        .map(|o| order(o, &self.labels))
+                        .collect();
                     self.boxes.push(BoxInfo {
                         name: b.name.clone(),
                         input,
                         outputs,
+                        input_order,
+                        output_orders,
                         span: b.span,
                     });
                 }

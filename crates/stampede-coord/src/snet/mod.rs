@@ -5,23 +5,28 @@
 //! builder; both give the same checked [`Network`]. docs/snet.md teaches the language.
 
 mod ast;
+mod boxes;
 mod builder;
 mod check;
+mod det;
 mod diag;
 mod dot;
-// The runtime reads the compiled nodes; until it lands some of their fields are unread.
-#[allow(dead_code)]
+mod inst;
 mod network;
 mod parse;
 mod print;
-#[allow(dead_code)]
+mod record;
+mod run;
 mod types;
 
 use std::sync::Arc;
 
+pub use boxes::{BoxCall, BoxError, BoxFn};
 pub use builder::Net;
 pub use diag::{Diagnostic, Diagnostics};
 pub use network::Network;
+pub use record::{Record, Value};
+pub use run::{Policy, Run, RunStats, Runner};
 
 impl Network {
     /// Parses and checks a program. `file` names the source in diagnostics.

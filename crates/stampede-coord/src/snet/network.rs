@@ -16,6 +16,10 @@ pub(crate) struct BoxInfo {
     pub name: Arc<str>,
     pub input: LabelSet,
     pub outputs: Vec<LabelSet>,
+    /// The labels in the order the signature writes them: the order of a box function's
+    /// arguments and of the values it emits for each output type.
+    pub input_order: Vec<LabelId>,
+    pub output_orders: Vec<Vec<LabelId>>,
     pub span: Span,
 }
 
@@ -90,6 +94,8 @@ pub(crate) struct Node {
     pub span: Span,
     /// A filter's or synchrocell's canonical text, for pictures and traces.
     pub text: Option<String>,
+    /// The record types the node accepts, for best-match routing.
+    pub accepts: Vec<LabelSet>,
     /// The record types the checker found reaching this node, and leaving it.
     pub arriving: Vec<LabelSet>,
     pub leaving: Vec<LabelSet>,
@@ -230,9 +236,10 @@ impl Network {
         ))
     }
 
-    /// Diagnostics about this network's source, for errors found after checking (a record
-    /// the network does not accept, a box that broke its signature).
-    pub(crate) fn diagnostics(&self, list: Vec<super::diag::Diagnostic>) -> Diagnostics {
-        Diagnostics::new(self.file.clone(), self.source.clone(), list)
+    /// `file:line:col` of a span of the source.
+    pub(crate) fn position(&self, span: Span) -> String {
+        let (line, col) = Diagnostics::new(self.file.clone(), self.source.clone(), Vec::new())
+            .line_col(span.start);
+        format!("{}:{line}:{col}", self.file)
     }
 }

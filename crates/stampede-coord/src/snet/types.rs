@@ -72,7 +72,6 @@ pub struct LabelTable {
     names: Vec<(LabelKind, Arc<str>)>,
     index: HashMap<(LabelKind, Arc<str>), LabelId>,
     binding: LabelSet,
-    tags: LabelSet,
 }
 
 impl LabelTable {
@@ -89,10 +88,17 @@ impl LabelTable {
         self.index.insert((kind, name.clone()), id);
         match kind {
             LabelKind::BindingTag => self.binding = self.binding.with(id),
-            LabelKind::Tag => self.tags = self.tags.with(id),
-            LabelKind::Field => {}
+            LabelKind::Tag | LabelKind::Field => {}
         }
         Some(id)
+    }
+
+    /// The id of a label by kind and name, if the program names it.
+    pub fn id(&self, kind: LabelKind, name: &str) -> Option<LabelId> {
+        self.names
+            .iter()
+            .position(|(k, n)| *k == kind && n.as_ref() == name)
+            .map(|i| LabelId(i as u8))
     }
 
     pub fn label(&self, l: &Label) -> Option<LabelId> {
@@ -110,15 +116,6 @@ impl LabelTable {
     /// The binding tags among all labels.
     pub fn binding(&self) -> LabelSet {
         self.binding
-    }
-
-    /// The ordinary tags among all labels.
-    pub fn tags(&self) -> LabelSet {
-        self.tags
-    }
-
-    pub fn len(&self) -> usize {
-        self.names.len()
     }
 
     pub fn is_empty(&self) -> bool {
