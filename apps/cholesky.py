@@ -12,7 +12,7 @@ take part. Buttari et al.'s right-looking algorithm is
         for j in k+1..p:                L(j,k) = A(j,k) L(k,k)⁻ᵀ     trsm
         for j in k+1..p, i in k+1..=j:  A(j,i) −= L(j,k) L(i,k)ᵀ     syrk if i == j, else gemm
 
-and it runs four ways (``MODES``):
+and it runs six ways (``MODES``):
 
 * ``serial``: the loop above on one thread, the yardstick of the speedups;
 * ``barrier``: per ``k``, the POTRF, then the TRSMs on a thread pool, then the updates on the
@@ -29,6 +29,14 @@ and it runs four ways (``MODES``):
   ``k + 1``, which the next POTRF and TRSMs wait for. Untuned, a step whose input is missing
   is run again once it is put; tuned, each step declares its inputs (``depends``) and starts
   only when all are there. Get-counts free every tile after its last reader.
+* ``snet1`` and ``snet2``: the S-Net networks of Zaichenkov et al. (their Fig. 10), on
+  :mod:`stampede.snet`. ``snet1`` (``cholesky_direct.snet``) carries the whole tiled matrix
+  in one record around a feedback loop over ``k``, fanning out a job per TRSM and per update
+  and joining them with a counting synchrocell: a barrier after each phase, as the paper's
+  direct version has. ``snet2`` (``cholesky_flow.snet``) sends each tile as a record named
+  for the step that reads it next; a synchrocell per step instance gathers the step's
+  inputs, so every kernel runs once its own inputs exist. A tile has one owner at a time
+  there, so the kernels update it in place: no copies.
 
 The kernels are scipy's BLAS and LAPACK routines (dpotrf, dtrsm, dsyrk, dgemm), called
 without the GIL (see ``_routine``), so Python threads run them in parallel. Every version holds
@@ -55,13 +63,16 @@ import numpy.typing as npt
 from scipy.linalg import cython_blas, cython_lapack
 from threadpoolctl import ThreadpoolController
 
-from stampede import cnc
+from pathlib import Path
+
+from stampede import cnc, snet
 
 Matrix = npt.NDArray[np.float64]
 TileKey = tuple[int, int]
 Inputs = list[tuple[cnc.ItemCollection, tuple[int, ...]]]
 
-MODES = ("serial", "barrier", "untuned", "tuned")
+MODES = ("serial", "barrier", "untuned", "tuned", "snet1", "snet2")
+HERE = Path(__file__).parent
 
 
 class NotPositiveDefinite(ValueError):
@@ -528,6 +539,138 @@ def verify(a: Matrix, l: Matrix) -> float:
     return res
 
 
+# The S-Net versions.
+
+
+def factor_snet_direct(
+    a: Matrix, tile: int, executor: cnc.Executor | None = None, out: Matrix | None = None,
+    policy: str = "furthest-advanced",
+) -> Matrix:
+    """S-Net (1): ``cholesky_direct.snet``, the whole matrix in one record, a barrier after
+    each phase of each iteration."""
+    n = a.shape[0]
+    tiles = split(a, tile)
+    p = len(blocks(n, tile))
+    net = snet.Network.load(HERE / "cholesky_direct.snet")
+
+    def start(ctx: snet.BoxContext, t: dict[TileKey, Matrix], p_: int) -> None:
+        ctx.emit(0, t, 0, p_)
+
+    def factor_k(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, p_: int) -> None:
+        potrf(t[(k, k)])
+        if k == p_ - 1:
+            ctx.emit(1, t, 1)
+        else:
+            ctx.emit(0, t, k, p_, p_ - k - 1)
+
+    def fan_trsm(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, p_: int,
+                 n_: int) -> None:
+        ctx.emit(0, t, k, p_, n_)
+        for j in range(k + 1, p_):
+            ctx.emit(1, t, k, j, 1)
+
+    def trsm_job(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, j: int,
+                 job: int) -> None:
+        trsm(t[(j, k)], t[(k, k)])
+        ctx.emit(0, 1)
+
+    def fan_update(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, p_: int) -> None:
+        jobs = [(j, i) for j in range(k + 1, p_) for i in range(k + 1, j + 1)]
+        ctx.emit(0, t, k, p_, len(jobs))
+        for j, i in jobs:
+            ctx.emit(1, t, k, j, i, 1)
+
+    def update_job(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, j: int, i: int,
+                   job: int) -> None:
+        if i == j:
+            syrk(t[(j, j)], t[(j, k)])
+        else:
+            gemm(t[(j, i)], t[(j, k)], t[(i, k)])
+        ctx.emit(0, 1)
+
+    def next_k(ctx: snet.BoxContext, t: dict[TileKey, Matrix], k: int, p_: int) -> None:
+        ctx.emit(0, t, k + 1, p_)
+
+    def count(ctx: snet.BoxContext, n_: int, ack: int) -> None:
+        if n_ > 1:
+            ctx.emit(0, n_ - 1)
+        else:
+            ctx.emit(1)
+
+    boxes = {"start": start, "factor": factor_k, "fan_trsm": fan_trsm, "trsm": trsm_job,
+             "fan_update": fan_update, "update": update_job, "next": next_k, "count": count}
+    with one_blas_thread():
+        run = net.run(boxes, executor=executor, policy=policy)
+        run.send({"tiles": tiles, "<p>": p})
+        (done,) = run.finish()
+    return assemble(n, tile, done["tiles"], out)
+
+
+def factor_snet_flow(
+    a: Matrix, tile: int, executor: cnc.Executor | None = None, out: Matrix | None = None,
+    policy: str = "furthest-advanced",
+) -> Matrix:
+    """S-Net (2): ``cholesky_flow.snet``, a record per tile, each kernel started by its own
+    inputs. The kernels update their tiles in place: a tile record has one reader."""
+    n = a.shape[0]
+    bl = tiling(a, tile)
+    p = len(bl)
+    net = snet.Network.load(HERE / "cholesky_flow.snet")
+
+    def potrf_box(ctx: snet.BoxContext, akk: Matrix, k: int) -> None:
+        lkk = potrf(akk)
+        for j in range(k + 1, p):
+            ctx.emit(0, lkk, k, j)
+        ctx.emit(1, lkk, k, k)
+
+    def trsm_box(ctx: snet.BoxContext, ajk: Matrix, lkk: Matrix, k: int, j: int) -> None:
+        ljk = trsm(ajk, lkk)
+        # The updates of block column k + 1 first: the next POTRF and TRSMs wait for them.
+        ctx.emit(0, ljk, k, j)
+        for i in range(k + 1, j):
+            ctx.emit(1, ljk, k, j, i)
+        for jj in range(j + 1, p):
+            ctx.emit(2, ljk, k, jj, j)
+        ctx.emit(3, ljk, j, k)
+
+    def syrk_box(ctx: snet.BoxContext, ajj: Matrix, ljk: Matrix, k: int, j: int) -> None:
+        ajj = syrk(ajj, ljk)
+        if j == k + 1:
+            ctx.emit(0, ajj, k + 1)
+        else:
+            ctx.emit(1, ajj, k + 1, j)
+
+    def gemm_box(ctx: snet.BoxContext, aji: Matrix, ljk: Matrix, lik: Matrix, k: int, j: int,
+                 i: int) -> None:
+        aji = gemm(aji, ljk, lik)
+        if i == k + 1:
+            ctx.emit(0, aji, k + 1, j)
+        else:
+            ctx.emit(1, aji, k + 1, j, i)
+
+    boxes = {"potrf": potrf_box, "trsm": trsm_box, "syrk": syrk_box, "gemm": gemm_box}
+    tiles: dict[TileKey, Matrix] = {}
+    with one_blas_thread():
+        run = net.run(boxes, executor=executor, policy=policy)
+        # The input tiles a block column at a time, so the first kernels run meanwhile.
+        for i in range(p):
+            for j in range(i, p):
+                t = np.array(a[bl[j], bl[i]], order="F")
+                if i == j == 0:
+                    run.send({"akk": t, "<k>": 0})
+                elif i == 0:
+                    run.send({"tri_a": t, "<k>": 0, "<j>": j})
+                elif i == j:
+                    run.send({"syrk_a": t, "<k>": 0, "<j>": j})
+                else:
+                    run.send({"gemm_a": t, "<k>": 0, "<j>": j, "<i>": i})
+        for r in run.finish():
+            tiles[(r["<j>"], r["<i>"])] = r["out"]
+    if len(tiles) != p * (p + 1) // 2:
+        raise RuntimeError(f"the network finished with {len(tiles)} of {p * (p + 1) // 2} tiles")
+    return assemble(n, tile, tiles, out)
+
+
 # Timing.
 
 
@@ -571,6 +714,11 @@ def factor(
         ex = executor or cnc.Executor(workers=w)
         w = ex.workers
         run = lambda: factor_cnc(a, tile, mode == "tuned", ex, out)
+    elif mode in ("snet1", "snet2"):
+        ex = executor or cnc.Executor(workers=w)
+        w = ex.workers
+        version = factor_snet_direct if mode == "snet1" else factor_snet_flow
+        run = lambda: version(a, tile, ex, out)
     else:
         raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
     start = time.perf_counter()

@@ -31,7 +31,11 @@ Versions, each with ``cv2.setNumThreads(1)`` so OpenCV itself adds no threads:
 - ``cnc``: a :mod:`stampede.cnc` graph with a step collection per stage; the face step puts
   a tag for the eye step only for images with candidates, the eye step one for the mouth step
   only for candidates with an eye, and whichever step rejects an image (or the mouth step)
-  puts its detections.
+  puts its detections;
+- ``snet``: the :mod:`stampede.snet` network of ``apps/face_detect.snet`` (the S-Net paper's
+  Fig. 3): a box per stage, the first two with two output types so a rejected image leaves
+  the cascade at once, and a ``collect`` subnetwork counting the images with a face through a
+  synchrocell.
 
 OpenCV releases the GIL inside ``detectMultiScale``, so the threads of every parallel version
 run the classifiers in parallel.
@@ -41,7 +45,7 @@ run the classifiers in parallel.
 - ``metric``: ``"face_detect_throughput"`` (the versions side by side at the default
   workload), ``"face_detect_image_size"`` (time against image side, the paper's Fig. 5) or
   ``"face_detect_image_count"`` (time against the number of images, its Fig. 6);
-- ``version``: ``"sequential"``, ``"static"``, ``"queue"`` or ``"cnc"``;
+- ``version``: ``"sequential"``, ``"static"``, ``"queue"``, ``"cnc"`` or ``"snet"``;
 - ``workers`` (int; 1 for ``sequential``), ``images`` (int), ``size`` (int, the side of the
   square images in pixels), ``repeats`` (int);
 - ``seconds``: the median wall time of the repeats (float), ``images_per_s``: ``images``
@@ -53,8 +57,10 @@ run the classifiers in parallel.
 - ``face_rate``: the fraction of images with a detected face, ``agreement``: the fraction
   whose verdict matches the generator's truth (floats), ``identical``: whether the version's
   detections equal the first version's (the sequential one's) on the same workload (bool);
+- ``vs_cnc``: the CnC version's median over this one's (float, or None);
 - on the ``cnc`` throughput record only, ``target`` (str) and ``met`` (bool): CnC at
-  least 1.7× the sequential loop and 1.1× the static split.
+  least 1.7× the sequential loop and 1.1× the static split; on the ``snet`` one, S-Net at
+  least 0.9× CnC.
 
 Command line: ``python apps/face_detect.py --help``.
 """
@@ -81,13 +87,14 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from stampede import cnc
+from stampede import cnc, snet
 
 Image = NDArray[np.uint8]
 Box = tuple[int, int, int, int]
 Detections = tuple[Box, ...]
 
-VERSIONS = ("sequential", "static", "queue", "cnc")
+VERSIONS = ("sequential", "static", "queue", "cnc", "snet")
+NETWORK = Path(__file__).with_name("face_detect.snet")
 STAGES = ("face", "eyes", "mouth")
 
 # Side of the square a face candidate is scaled to before the eye and mouth stages: eyes and
@@ -511,6 +518,79 @@ def run_cnc(work: Workload, workers: int, executor: cnc.Executor | None = None) 
     return Run("cnc", ex.workers, seconds, out, records)
 
 
+_ID = re.compile(r"\bid=(\d+)")
+
+
+def run_snet(work: Workload, workers: int, executor: cnc.Executor | None = None,
+             policy: str = "furthest-advanced") -> Run:
+    """The cascade as the S-Net network of ``face_detect.snet``: each stage a box, the
+    images' verdicts counted by the ``collect`` synchrocell. ``executor`` as for
+    :func:`run_cnc`."""
+    configure_opencv()
+    ex = cnc.Executor(workers=workers) if executor is None else executor
+    detectors.warm(ex.workers)
+    tracing = ex.tracing
+    ex.tracing = True
+    ex.take_trace()
+    net = snet.Network.load(NETWORK)
+
+    def face(ctx: snet.BoxContext, img: Image, id_: int) -> None:
+        with detectors.borrow() as det:
+            found = det.faces(img)
+        if found:
+            ctx.emit(0, img, found, id_)
+        else:
+            ctx.emit(1, (), id_, 0)
+
+    def eyes(ctx: snet.BoxContext, img: Image, cands: list[Box], id_: int) -> None:
+        with detectors.borrow() as det:
+            found = det.eyes(img, cands)
+        if found:
+            ctx.emit(0, img, found, id_)
+        else:
+            ctx.emit(1, (), id_, 0)
+
+    def mouth(ctx: snet.BoxContext, img: Image, cands: list[Box], id_: int) -> None:
+        with detectors.borrow() as det:
+            found = tuple(det.mouths(img, cands))
+        ctx.emit(0, found, id_, int(bool(found)))
+
+    def count(ctx: snet.BoxContext, dets: Detections, id_: int, found: int, n: int,
+              faces: int) -> None:
+        ctx.emit(1, dets, id_)
+        if n > 1:
+            ctx.emit(0, n - 1, faces + found)
+        else:
+            ctx.emit(2, faces + found)
+
+    run = net.run({"face": face, "eyes": eyes, "mouth": mouth, "count": count},
+                  executor=ex, policy=policy)
+    t0 = time.perf_counter()
+    run.send({"<n>": len(work), "<faces>": 0})
+    for i, img in enumerate(work.images):
+        run.send({"img": img, "<id>": i})
+    results = run.finish()
+    seconds = time.perf_counter() - t0
+    out: list[Detections | None] = [None] * len(work)
+    total = None
+    for r in results:
+        if "<faces>" in r:
+            total = r["<faces>"]
+        else:
+            out[r["<id>"]] = tuple(_box(b) for b in r["dets"])
+    missing = [i for i, d in enumerate(out) if d is None]
+    if missing or total != sum(bool(d) for d in out):
+        raise RuntimeError(f"the network finished without answers for images {missing[:5]} "
+                           f"or with a wrong count ({total})")
+    trace = ex.take_trace()
+    ex.tracing = tracing
+    origin = min((e.start for e in trace), default=0.0)
+    records = [StageRecord(int(m.group(1)), e.step, e.worker, e.start - origin,
+                           e.end - origin)
+               for e in trace if e.step in STAGES and (m := _ID.search(e.tag))]
+    return Run("snet", ex.workers, seconds, [d for d in out if d is not None], records)
+
+
 def _detections(value: Any, index: int) -> Detections:
     """An image's answer from the graph (unpickled: lists may come back for tuples)."""
     if value is None:
@@ -528,6 +608,8 @@ def run_version(version: str, work: Workload, workers: int) -> Run:
         return run_queue(work, workers)
     if version == "cnc":
         return run_cnc(work, workers)
+    if version == "snet":
+        return run_snet(work, workers)
     raise ValueError(f"unknown version {version!r}; one of {', '.join(VERSIONS)}")
 
 
@@ -629,6 +711,7 @@ def default_workers() -> int:
 # The targets on two or more cores: CnC against the sequential loop and the static split.
 TARGET_VS_SEQUENTIAL = 1.7
 TARGET_VS_STATIC = 1.1
+TARGET_SNET_VS_CNC = 0.9
 
 
 def _busy_cpu_seconds() -> float | None:
@@ -671,6 +754,7 @@ def _measure(metric: str, version: str, work: Workload, workers: int, repeats: i
         "runs": [r.seconds for r in runs],
         "vs_sequential": None,
         "vs_static": None,
+        "vs_cnc": None,
         "others_cpu_s": statistics.median(others) if others else None,
         "face_rate": acc.face_rate,
         "agreement": acc.agreement,
@@ -687,12 +771,17 @@ def _compare(records: list[dict[str, Any]]) -> None:
             r["vs_sequential"] = seconds["sequential"] / r["seconds"]
         if "static" in seconds:
             r["vs_static"] = seconds["static"] / r["seconds"]
+        if "cnc" in seconds:
+            r["vs_cnc"] = seconds["cnc"] / r["seconds"]
         if r["metric"] == "face_detect_throughput" and r["version"] == "cnc":
             r["target"] = (f">={TARGET_VS_SEQUENTIAL}x sequential, "
                            f">={TARGET_VS_STATIC}x static")
             r["met"] = (r["vs_sequential"] is not None and r["vs_static"] is not None
                         and r["vs_sequential"] >= TARGET_VS_SEQUENTIAL
                         and r["vs_static"] >= TARGET_VS_STATIC)
+        if r["metric"] == "face_detect_throughput" and r["version"] == "snet":
+            r["target"] = f">={TARGET_SNET_VS_CNC}x cnc"
+            r["met"] = r["vs_cnc"] is not None and r["vs_cnc"] >= TARGET_SNET_VS_CNC
 
 
 def run_benchmark(images: int = 400, size: int = 500, workers: int | None = None,
@@ -738,6 +827,8 @@ def _describe(r: dict[str, Any]) -> str:
         line += f"  {r['vs_sequential']:4.2f}x sequential"
     if r["vs_static"] is not None:
         line += f"  {r['vs_static']:4.2f}x static"
+    if r.get("vs_cnc") is not None and r["version"] not in ("sequential", "static", "queue"):
+        line += f"  {r['vs_cnc']:4.2f}x cnc"
     if r["others_cpu_s"]:
         line += f"  (other processes: {r['others_cpu_s']:.1f} CPU s)"
     if "met" in r:
@@ -803,7 +894,9 @@ def main(argv: list[str] | None = None) -> int:
     seconds = {r.version: r.seconds for r in runs}
     for run in runs:
         line = f"{run.version:<11} {run.seconds:7.2f} s  {len(work) / run.seconds:7.1f} images/s"
-        for base in ("sequential", "static")[:VERSIONS.index(run.version)]:
+        for base in ("sequential", "static", "cnc"):
+            if VERSIONS.index(base) >= VERSIONS.index(run.version):
+                continue
             if base in seconds:
                 line += f"  {seconds[base] / run.seconds:4.2f}x {base}"
         print(line)
@@ -813,7 +906,7 @@ def main(argv: list[str] | None = None) -> int:
           f"agreement with the truth {acc.agreement:.1%} ({acc.false_negatives} missed, "
           f"{acc.false_positives} false, {acc.located} of {acc.faces_true} located)")
     print("every version found the same boxes" if same else "the versions' detections DIFFER")
-    drawn = [r for r in runs if r.version in ("static", "cnc")]
+    drawn = [r for r in runs if r.version in ("static", "cnc", "snet")]
     if drawn:
         draw_timeline(drawn, args.timeline)
         print(f"timeline: {args.timeline}")

@@ -245,6 +245,43 @@ class Deadlock(GraphError):
         self.unmet = unmet
 
 
+class NetworkError(StampedeError):
+    """An S-Net network could not be checked, refused a record, or failed while it ran."""
+
+
+class CheckFailed(NetworkError):
+    """The program did not parse or type-check. ``str()`` is the compiler-style report
+    (``file:line:col``, the source line, a caret); ``diagnostics`` lists each problem as a
+    dict with ``code``, ``message``, ``line``, ``column`` and ``label``."""
+
+    def __init__(self, message: str, diagnostics: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or []
+
+
+class BoxFailed(NetworkError):
+    """A box raised on a record: ``box`` names it, ``record`` describes the record it was
+    given, ``reason`` is what it said, and the box's own exception is the ``__cause__``."""
+
+    def __init__(self, message: str, box: str, record: str, reason: str) -> None:
+        super().__init__(message)
+        self.box = box
+        self.record = record
+        self.reason = reason
+
+
+class RecordRejected(NetworkError):
+    """The network does not accept records of this type; ``record`` is the record sent,
+    unchanged, and ``accepts`` the types the network takes."""
+
+    def __init__(
+        self, message: str, record: dict[str, Any] | None = None, accepts: list[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.record = record
+        self.accepts = accepts or []
+
+
 __all__ = [
     "StampedeError",
     "PutFailed",
@@ -280,4 +317,8 @@ __all__ = [
     "DuplicatePut",
     "FreedItem",
     "Deadlock",
+    "NetworkError",
+    "CheckFailed",
+    "BoxFailed",
+    "RecordRejected",
 ]

@@ -13,6 +13,7 @@ import stampede
 import stampede as sp
 import stampede.cnc
 import stampede.errors
+import stampede.snet
 
 PACKAGE = pathlib.Path(stampede.__file__).parent
 
@@ -50,19 +51,23 @@ def test_every_exported_name_exists_and_is_documented(name: str) -> None:
 
 def test_the_stub_and_the_helpers_are_fully_exported() -> None:
     exported = set(sp.__all__)
-    # Concurrent Collections has a namespace of its own, ``stampede.cnc``.
-    missing = stub_names() - exported - set(stampede.cnc.__all__)
+    # Concurrent Collections and S-Net have namespaces of their own.
+    missing = stub_names() - exported - set(stampede.cnc.__all__) - set(stampede.snet.__all__)
     assert not missing, f"declared in _stampede.pyi but not exported: {sorted(missing)}"
     assert set(stampede.errors.__all__) <= exported
     assert {"Arrivals", "TaskThread"} <= exported
 
 
-@pytest.mark.parametrize("name", sorted(stampede.cnc.__all__))
-def test_every_cnc_name_exists_and_is_documented(name: str) -> None:
-    obj = getattr(stampede.cnc, name)
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [("cnc", n) for n in sorted(stampede.cnc.__all__)]
+    + [("snet", n) for n in sorted(stampede.snet.__all__)],
+)
+def test_every_coordination_name_exists_and_is_documented(module: str, name: str) -> None:
+    obj = getattr(getattr(stampede, module), name)
     if inspect.isclass(obj):
         doc = vars(obj).get("__doc__")
-        assert isinstance(doc, str) and doc.strip(), f"stampede.cnc.{name} has no docstring"
+        assert isinstance(doc, str) and doc.strip(), f"stampede.{module}.{name} has no docstring"
 
 
 def test_constants() -> None:

@@ -60,6 +60,10 @@ exception_types!(
     DuplicatePut,
     FreedItem,
     Deadlock,
+    NetworkError,
+    CheckFailed,
+    BoxFailed,
+    RecordRejected,
 );
 
 /// An exception of class `e` built from `args`.

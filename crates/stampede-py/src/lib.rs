@@ -3,8 +3,8 @@
 //! Everything here is a thin layer over `stampede-core` and `stampede-net`: Python values
 //! become items (`items`), errors become the exceptions of `stampede.errors` (`errors`),
 //! blocking calls release the GIL (`stm`), and address spaces join distributed applications
-//! (`space`). Concurrent Collections graphs run Python steps on the coordination layer's
-//! executor (`cnc`).
+//! (`space`). Concurrent Collections graphs (`cnc`) and S-Net networks (`snet`) run Python
+//! steps and boxes on the coordination layer's executor.
 
 use std::sync::atomic::Ordering;
 
@@ -17,6 +17,7 @@ mod errors;
 mod extras;
 mod items;
 mod loan;
+mod snet;
 mod space;
 mod stm;
 
@@ -58,6 +59,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INFINITY", stampede_core::INFINITY)?;
     stm::register_classes(m)?;
     cnc::register_classes(m)?;
+    snet::register_classes(m)?;
     extras::register_classes(m)?;
     space::register_classes(m)?;
     m.add_class::<items::Opaque>()?;

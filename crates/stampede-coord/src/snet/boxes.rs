@@ -67,6 +67,13 @@ impl BoxCall<'_> {
         &self.inputs
     }
 
+    /// The labels of output type `variant` as written (`img`, `<t>`, `<#b>`), in the order
+    /// [`BoxCall::emit`] takes their values.
+    pub fn output_labels(&self, variant: usize) -> Option<Vec<String>> {
+        let order = self.info.output_orders.get(variant)?;
+        Some(order.iter().map(|id| self.labels.written(*id)).collect())
+    }
+
     /// Takes the input values, leaving the call without them (to move items into outputs).
     pub fn take_inputs(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.inputs)

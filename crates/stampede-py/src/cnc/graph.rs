@@ -18,7 +18,7 @@ use crate::stm::{deadline, drop_detached, lock};
 const SLICE: Duration = Duration::from_millis(100);
 
 /// The executor of graphs made without one: one worker per processor, for the process's life.
-fn default_executor() -> &'static Executor {
+pub(crate) fn default_executor() -> &'static Executor {
     static DEFAULT: OnceLock<Executor> = OnceLock::new();
     DEFAULT.get_or_init(Executor::default)
 }
@@ -30,7 +30,7 @@ pub(crate) struct PyExecutor {
 }
 
 impl PyExecutor {
-    fn exec(&self) -> &Executor {
+    pub(crate) fn exec(&self) -> &Executor {
         self.exec.as_ref().expect("held until dropped")
     }
 }

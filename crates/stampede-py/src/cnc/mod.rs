@@ -3,7 +3,7 @@
 //! kernels that release it (numpy, BLAS, OpenCV) run on all workers at once.
 
 mod collections;
-mod graph;
+pub(crate) mod graph;
 mod step;
 mod tags;
 
