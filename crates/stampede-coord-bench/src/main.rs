@@ -5,12 +5,17 @@
 //!   environment puts, from the tag put to the end of [`Graph::wait`], against rayon's
 //!   `scope.spawn` of an empty closure on a pool of as many threads; with one worker and
 //!   with every processor. Target at most 2× rayon per task.
+//! * `snet_record_overhead_ns`: the cost of one record through one box of an S-Net network,
+//!   a serial chain of eight identity boxes (`id .. id .. … .. id`), from the environment's
+//!   first send to the end of the run, divided by records × boxes; against the CnC step
+//!   overhead of the same run (no target: S-Net moves a record where CnC runs a step).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
 use serde_json::{json, Value};
+use stampede_coord::snet::{Network, Policy, Record, Runner};
 use stampede_coord::{Executor, Graph};
 
 #[derive(Debug, Parser)]
@@ -48,6 +53,32 @@ fn cnc_steps(workers: usize, tasks: usize) -> f64 {
     }
     g.wait().expect("empty steps cannot fail");
     start.elapsed().as_nanos() as f64 / tasks as f64
+}
+
+/// Boxes in the S-Net chain.
+const CHAIN: usize = 8;
+
+/// Nanoseconds per record per box through a chain of identity boxes.
+fn snet_chain(workers: usize, records: usize, policy: Policy) -> f64 {
+    let chain = vec!["id"; CHAIN].join(" .. ");
+    let net = Network::parse(
+        "chain.snet",
+        &format!("net chain {{ box id ((<x>) -> (<x>)); }} connect {chain};"),
+    )
+    .expect("the chain checks");
+    let run = Runner::new(&net, &Executor::new(workers))
+        .policy(policy)
+        .bind("id", |call| call.forward(0))
+        .start()
+        .expect("every box is bound");
+    let start = Instant::now();
+    for i in 0..records as i64 {
+        run.send(Record::new().tag("x", i)).expect("the chain accepts {<x>}");
+    }
+    run.wait().expect("identity boxes cannot fail");
+    let ns = start.elapsed().as_nanos() as f64 / (records * CHAIN) as f64;
+    assert_eq!(run.outputs().len(), records, "every record comes out");
+    ns
 }
 
 /// Nanoseconds per empty closure spawned in a rayon scope.
@@ -96,6 +127,40 @@ fn main() {
             b,
             o / b
         );
+        let mut snet = Vec::new();
+        for policy in [Policy::FurthestAdvanced, Policy::MostQueued] {
+            snet_chain(workers, cli.tasks / 80, policy);
+            let runs: Vec<f64> = (0..cli.repeats.max(1))
+                .map(|_| snet_chain(workers, cli.tasks / CHAIN, policy))
+                .collect();
+            let m = median(runs.clone());
+            let name = match policy {
+                Policy::FurthestAdvanced => "furthest-advanced",
+                Policy::MostQueued => "most-queued",
+            };
+            println!(
+                "{:<24}{:>8}{:>14.0}{:>14.0}{:>7.2}x  ({name}, against the CnC step)",
+                "snet_record_overhead_ns",
+                workers,
+                m,
+                o,
+                m / o
+            );
+            snet.push(json!({
+                "metric": "snet_record_overhead_ns",
+                "payload_bytes": 0,
+                "workers": workers,
+                "policy": name,
+                "stampede": (m * 10.0).round() / 10.0,
+                "baseline": (o * 10.0).round() / 10.0,
+                "baseline_name": "cnc_step_overhead_ns",
+                "unit": "ns",
+                "ratio": ((m / o) * 1000.0).round() / 1000.0,
+                "boxes": CHAIN,
+                "records": cli.tasks / CHAIN,
+                "repeats": {"stampede": runs},
+            }));
+        }
         records.push(json!({
             "metric": "cnc_step_overhead_ns",
             "payload_bytes": 0,
@@ -111,6 +176,7 @@ fn main() {
             "repeats": {"stampede": ours, "baseline": base},
             "tasks": cli.tasks,
         }));
+        records.extend(snet);
     }
     if let Some(dir) = cli.out.parent() {
         std::fs::create_dir_all(dir).expect("cannot create the results directory");
