@@ -218,6 +218,11 @@ fn declarations_print_canonically() {
          box sink ((a) ->);\n    net inner {\n        box g (() -> (x));\n    } connect g;\n} \
          connect [{a} -> {x = a, <t = 1>}; {}] .. [] .. [| {a}, {b} if <t> |];\n"
     );
+    // The arrow of a mapping is the grammar's, not the first `->` of the text.
+    assert_eq!(
+        canonical("net t ({a /* -> */} | {b} -> {c}) connect [];").unwrap(),
+        "net t ({a} | {b} -> {c}) connect [];\n"
+    );
 }
 
 /// Random network expressions, printed two ways: as the canonical printer should (the fewest
