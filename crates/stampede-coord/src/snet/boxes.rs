@@ -70,7 +70,7 @@ impl BoxCall<'_> {
     /// The labels of output type `variant` as written (`img`, `<t>`, `<#b>`), in the order
     /// [`BoxCall::emit`] takes their values.
     pub fn output_labels(&self, variant: usize) -> Option<Vec<String>> {
-        let order = self.info.output_orders.get(variant)?;
+        let order = self.info.results.get(variant)?;
         Some(order.iter().map(|id| self.labels.written(*id)).collect())
     }
 
@@ -81,7 +81,7 @@ impl BoxCall<'_> {
 
     fn position(&self, kind: LabelKind, name: &str) -> Option<usize> {
         self.info
-            .input_order
+            .params
             .iter()
             .position(|id| self.labels.kind(*id) == kind && self.labels.name(*id).as_ref() == name)
     }
@@ -114,11 +114,11 @@ impl BoxCall<'_> {
     /// Emits a record of output type `variant` (0 for the first type after `->`), its values
     /// in that type's signature order. Checked here: a wrong count or kind is an error.
     pub fn emit(&mut self, variant: usize, values: Vec<Value>) -> Result<(), BoxError> {
-        let Some(order) = self.info.output_orders.get(variant) else {
+        let Some(order) = self.info.results.get(variant) else {
             return Err(BoxError(format!(
                 "box {} has {} output type(s); it emitted type {variant}",
                 self.info.name,
-                self.info.output_orders.len()
+                self.info.results.len()
             )));
         };
         if order.len() != values.len() {
@@ -154,17 +154,12 @@ impl BoxCall<'_> {
     /// Emits the input record unchanged as output type `variant`, when that type has the same
     /// labels as the input type (a pass-through).
     pub fn forward(&mut self, variant: usize) -> Result<(), BoxError> {
-        let order = self
-            .info
-            .output_orders
-            .get(variant)
-            .cloned()
-            .unwrap_or_default();
+        let order = self.info.results.get(variant).cloned().unwrap_or_default();
         let values: Option<Vec<Value>> = order
             .iter()
             .map(|id| {
                 self.info
-                    .input_order
+                    .params
                     .iter()
                     .position(|i| i == id)
                     .map(|p| self.inputs[p].clone())

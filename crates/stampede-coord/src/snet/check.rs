@@ -7,13 +7,13 @@
 //! feedback loops), to a fixed point. A type that reaches a node that cannot take it is an
 //! error at that node, with the node that sent it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::ast::*;
 use super::diag::Diagnostic;
 use super::network::*;
-use super::types::{LabelSet, LabelTable, MAX_LABELS};
+use super::types::{LabelId, LabelSet, LabelTable, MAX_LABELS};
 
 /// Inference gives up past this many record types at one node, rather than run for ever on a
 /// loop that keeps adding labels.
@@ -27,11 +27,24 @@ pub(crate) fn check(
 ) -> Result<Network, Vec<Diagnostic>> {
     let mut c = Checker::default();
     c.declare_labels(def);
+    if !c.diags.is_empty() {
+        // Labels past the table's end have no id, so nothing else can be checked.
+        return Err(c.diags);
+    }
     let root = c.build_net(def, &mut Vec::new(), def.span);
+    // Networks declared but never used are still compiled, so that their names resolve and
+    // their filters are checked; no records reach them.
+    c.build_unused(def, &mut Vec::new());
     if !c.diags.is_empty() {
         return Err(c.diags);
     }
-    let input: Vec<LabelSet> = c.accepts(root).into_iter().map(|(set, _)| set).collect();
+    // Each accepted type once (a star may accept a type as an exit and in its operand).
+    let mut input: Vec<LabelSet> = Vec::new();
+    for (set, _) in c.accepts(root) {
+        if !input.contains(&set) {
+            input.push(set);
+        }
+    }
     // Synchrocells emit merges of what reached them, so inference repeats until no node
     // sees a new type.
     loop {
@@ -80,6 +93,13 @@ pub(crate) fn check(
     })
 }
 
+/// What an exit or back pattern test says about a record type.
+enum Exit {
+    Always,
+    Maybe,
+    Never,
+}
+
 /// One mapping of a declared signature: input types, output types, where it is written.
 type SigMap = (Vec<LabelSet>, Vec<LabelSet>, Span);
 
@@ -88,6 +108,13 @@ struct Checker {
     labels: LabelTable,
     nodes: Vec<(NodeKind, Span)>,
     texts: HashMap<NodeId, String>,
+    /// The span of a node's patterns or tag (a star's exits, a feedback's back patterns, a
+    /// split's tag), where diagnostics about them point.
+    operand_spans: HashMap<NodeId, Span>,
+    /// The network definitions being compiled, outermost first (to find recursion), and every
+    /// one compiled so far.
+    building: Vec<(*const NetDef, Arc<str>)>,
+    built: HashSet<*const NetDef>,
     /// Declared signatures of the networks used, by node.
     sigs: HashMap<NodeId, Vec<SigMap>>,
     boxes: Vec<BoxInfo>,
@@ -137,15 +164,22 @@ impl Checker {
                 continue;
             };
             if set.contains(id) {
-                self.error(Diagnostic::new(
-                    "S0003",
-                    format!(
-                        "label `{}` appears twice in this {what}",
-                        self.labels.written(id)
-                    ),
-                    l.span,
-                    "repeated here",
-                ));
+                let first = labels
+                    .iter()
+                    .find(|m| self.labels.label(m) == Some(id))
+                    .map_or(l.span, |m| m.span);
+                self.error(
+                    Diagnostic::new(
+                        "S0003",
+                        format!(
+                            "label `{}` appears twice in this {what}",
+                            self.labels.written(id)
+                        ),
+                        l.span,
+                        "repeated here",
+                    )
+                    .related(first, "first here"),
+                );
             }
             set = set.with(id);
         }
@@ -210,9 +244,10 @@ impl Checker {
                     self.error(Diagnostic::new(
                         "S0503",
                         format!(
-                            "`{}` takes {} argument(s), not {}",
+                            "`{}` takes {} argument{}, not {}",
                             f.name(),
                             f.arity(),
+                            if f.arity() == 1 { "" } else { "s" },
                             args.len()
                         ),
                         e.span,
@@ -247,9 +282,12 @@ impl Checker {
         use_span: Span,
     ) -> NodeId {
         self.declare_scope(def);
+        self.building.push((def, def.name.clone()));
+        self.built.insert(def as *const NetDef);
         scope.push(def);
         let body = self.build(&def.body, scope);
         scope.pop();
+        self.building.pop();
         let id = self.node(
             NodeKind::Net {
                 name: def.name.clone(),
@@ -275,6 +313,19 @@ impl Checker {
             self.sigs.insert(id, mappings);
         }
         id
+    }
+
+    /// Compiles the networks nested in `def` that no expression uses.
+    fn build_unused<'a>(&mut self, def: &'a NetDef, scope: &mut Vec<&'a NetDef>) {
+        scope.push(def);
+        for net in &def.nets {
+            if !self.built.contains(&(net as *const NetDef)) {
+                let mut inner = scope.clone();
+                self.build_net(net, &mut inner, net.name_span);
+            }
+            self.build_unused(net, scope);
+        }
+        scope.pop();
     }
 
     /// Registers the boxes a definition declares, and reports clashing names.
@@ -306,10 +357,16 @@ impl Checker {
                 .iter()
                 .map(|o| self.set_of(&o.labels, "box type"))
                 .collect();
+            let ids = |ls: &[Label]| -> Vec<LabelId> {
+                ls.iter().filter_map(|l| self.labels.label(l)).collect()
+            };
+            let params = ids(&b.sig.input.labels);
+            let results: Vec<Vec<LabelId>> = b.sig.outputs.iter().map(|o| ids(&o.labels)).collect();
             match self.box_index.get(&b.name) {
                 Some(&id) => {
                     let known = &self.boxes[id];
-                    if known.input != input || known.outputs != outputs {
+                    // Positional: `(a, b)` and `(b, a)` are different functions.
+                    if known.params != params || known.results != results {
                         let first = known.span;
                         self.error(
                             Diagnostic::new(
@@ -325,22 +382,12 @@ impl Checker {
                 }
                 None => {
                     self.box_index.insert(b.name.clone(), self.boxes.len());
-                    let order = |p: &Pattern, t: &LabelTable| {
-                        p.labels.iter().filter_map(|l| t.label(l)).collect()
-                    };
-                    let input_order = order(&b.sig.input, &self.labels);
-                    let output_orders = b
-                        .sig
-                        .outputs
-                        .iter()
-                        .map(|o| order(o, &self.labels))
-                        .collect();
                     self.boxes.push(BoxInfo {
                         name: b.name.clone(),
                         input,
                         outputs,
-                        input_order,
-                        output_orders,
+                        params,
+                        results,
                         span: b.span,
                     });
                 }
@@ -405,6 +452,17 @@ impl Checker {
             ),
         };
         let id = self.node(kind, e.span);
+        match &e.kind {
+            ExprKind::Star(_, _, ps) | ExprKind::Feedback(_, ps) => {
+                let first = ps.first().map_or(e.span, |p| p.span);
+                let last = ps.last().map_or(e.span, |p| p.span);
+                self.operand_spans.insert(id, first.to(last));
+            }
+            ExprKind::Split(_, _, tag) => {
+                self.operand_spans.insert(id, tag.span);
+            }
+            _ => {}
+        }
         if matches!(e.kind, ExprKind::Filter(_) | ExprKind::Sync(_)) {
             self.texts.insert(id, super::print::expr(e));
         }
@@ -470,15 +528,26 @@ impl Checker {
             };
             let id = self.labels.label(name).expect("interned");
             if set.contains(id) {
-                self.error(Diagnostic::new(
-                    "S0003",
-                    format!(
-                        "label `{}` appears twice in this output record",
-                        self.labels.written(id)
-                    ),
-                    name.span,
-                    "repeated here",
-                ));
+                let first = out
+                    .items
+                    .iter()
+                    .map(|i| match i {
+                        OutItem::Field { name, .. } | OutItem::Tag { name, .. } => name,
+                    })
+                    .find(|m| self.labels.label(m) == Some(id))
+                    .map_or(name.span, |m| m.span);
+                self.error(
+                    Diagnostic::new(
+                        "S0003",
+                        format!(
+                            "label `{}` appears twice in this output record",
+                            self.labels.written(id)
+                        ),
+                        name.span,
+                        "repeated here",
+                    )
+                    .related(first, "first here"),
+                );
             }
             set = set.with(id);
             items.push(compiled);
@@ -493,16 +562,23 @@ impl Checker {
                 return self.node(NodeKind::Box(id), span);
             }
             if let Some(net) = def.nets.iter().find(|n| &n.name == name) {
-                if scope.iter().any(|d| std::ptr::eq(*d, net)) {
-                    self.error(
-                        Diagnostic::new(
-                            "S0103",
-                            format!("network `{name}` uses itself"),
-                            span,
-                            "used here",
+                if let Some(at) = self.building.iter().position(|d| std::ptr::eq(d.0, net)) {
+                    let through: Vec<String> = self.building[at + 1..]
+                        .iter()
+                        .map(|d| format!("`{}`", d.1))
+                        .collect();
+                    let message = if through.is_empty() {
+                        format!("network `{name}` uses itself")
+                    } else {
+                        format!(
+                            "network `{name}` uses itself through {}",
+                            through.join(", ")
                         )
-                        .related(net.name_span, "defined here")
-                        .note("networks may not be recursive; use `*` or `\\` for repetition"),
+                    };
+                    self.error(
+                        Diagnostic::new("S0103", message, span, "used here")
+                            .related(net.name_span, "defined here")
+                            .note("networks may not be recursive; use `*` or `\\` for repetition"),
                     );
                     return self.node(NodeKind::Filter(None), span);
                 }
@@ -533,6 +609,8 @@ impl Checker {
         }
         let a = match self.nodes[n].0.clone() {
             NodeKind::Box(b) => vec![(self.boxes[b].input, false)],
+            // The identity filter takes anything, so what it passes on must suit the rest.
+            NodeKind::Serial(a, b) if self.transparent(a) => self.accepts(b),
             NodeKind::Serial(a, _) => self.accepts(a),
             NodeKind::Choice { branches, .. } => {
                 branches.iter().flat_map(|b| self.accepts(*b)).collect()
@@ -568,6 +646,17 @@ impl Checker {
         a
     }
 
+    /// Whether node `n` passes every record on unchanged: the identity filter, and
+    /// compositions of it.
+    fn transparent(&self, n: NodeId) -> bool {
+        match &self.nodes[n].0 {
+            NodeKind::Filter(None) => true,
+            NodeKind::Serial(a, b) => self.transparent(*a) && self.transparent(*b),
+            NodeKind::Net { body, .. } => !self.sigs.contains_key(&n) && self.transparent(*body),
+            _ => false,
+        }
+    }
+
     /// The best match score of node `n` for records of type `v`: the size of the largest
     /// accepted type that `v` matches.
     fn score(&mut self, n: NodeId, v: LabelSet) -> Option<u32> {
@@ -598,7 +687,7 @@ impl Checker {
                 format!("more than {MAX_TYPES_PER_NODE} record types reach this expression"),
                 span,
                 "type inference gives up here",
-            ).note("a loop that adds a new label on every pass never settles; end it with an exit pattern"));
+            ).note("records that gain labels on every pass round a loop take ever more types; strip the labels the loop does not need with a filter, or let the records leave sooner"));
             return Vec::new();
         }
         let span = self.nodes[n].1;
@@ -667,6 +756,22 @@ impl Checker {
                             .map(|(b, _)| *b)
                             .collect();
                         if winners.len() > 1 {
+                            let labels = if best == 1 { "label" } else { "labels" };
+                            let mut matched: Vec<String> = Vec::new();
+                            for w in &winners {
+                                let binding = self.labels.binding();
+                                let ty = self
+                                    .accepts(*w)
+                                    .into_iter()
+                                    .map(|x| x.0)
+                                    .filter(|a| {
+                                        self.labels.matches(*a, v) && a.minus(binding).len() == best
+                                    })
+                                    .map(|a| self.labels.show(a).to_string())
+                                    .next()
+                                    .unwrap_or_default();
+                                matched.push(format!("accepts {ty}, matching {best} {labels}"));
+                            }
                             let mut d = Diagnostic::new(
                                 "S0302",
                                 format!(
@@ -674,12 +779,18 @@ impl Checker {
                                     self.labels.show(v)
                                 ),
                                 self.nodes[winners[0]].1,
-                                format!("matches {} label(s)", best),
+                                matched[0].clone(),
                             );
-                            for w in &winners[1..] {
+                            for (w, m) in winners[1..].iter().zip(&matched[1..]) {
+                                d = d.related(self.nodes[*w].1, format!("{m} as well"));
+                            }
+                            if let Some(f) = from {
                                 d = d.related(
-                                    self.nodes[*w].1,
-                                    format!("matches as well ({best} label(s))"),
+                                    f,
+                                    format!(
+                                        "records of type {} come from here",
+                                        self.labels.show(v)
+                                    ),
                                 );
                             }
                             d = d.note("routing sends a record to the branch whose type matches it best; make one branch's type more specific, or add a filter that tags the records");
@@ -694,31 +805,68 @@ impl Checker {
                 let mut seen = BTreeSet::new();
                 let mut work = vec![(v, from)];
                 let body_span = self.nodes[body].1;
+                let exits_span = self.operand_spans.get(&n).copied().unwrap_or(span);
                 while let Some((w, w_from)) = work.pop() {
                     if !seen.insert(w) {
                         continue;
                     }
-                    if let Some(p) = exits.iter().find(|p| self.labels.matches(p.labels, w)) {
-                        out.insert(w);
-                        if p.guard.is_none() {
+                    // A record leaves when it matches an exit pattern whose guard holds; with
+                    // only guarded patterns matching, it may leave or go round again.
+                    let guarded = match self.exit_test(&exits, w) {
+                        Exit::Always => {
+                            out.insert(w);
                             continue;
                         }
-                    }
+                        Exit::Maybe => {
+                            out.insert(w);
+                            true
+                        }
+                        Exit::Never => false,
+                    };
                     if self.score(body, w).is_none() {
                         let exit_text = self.labels.show_all(exits.iter().map(|p| p.labels));
                         let acc: Vec<LabelSet> =
                             self.accepts(body).into_iter().map(|x| x.0).collect();
-                        let mut d = Diagnostic::new(
-                            "S0203",
+                        let message = if guarded {
+                            format!(
+                                "records of type {} that fail this star's exit guard are not accepted by its operand",
+                                self.labels.show(w)
+                            )
+                        } else {
                             format!(
                                 "records of type {} neither leave this star nor are accepted by its operand",
                                 self.labels.show(w)
-                            ),
-                            span,
-                            format!("exits on {exit_text}; the operand accepts {}", self.labels.show_all(acc)),
+                            )
+                        };
+                        let mut d = Diagnostic::new(
+                            "S0203",
+                            message,
+                            exits_span,
+                            format!("records leave on {exit_text}"),
                         );
-                        if let Some(f) = w_from {
-                            d = d.related(f, "they come from here");
+                        if w_from == Some(body_span) {
+                            d = d.related(
+                                body_span,
+                                format!(
+                                    "the operand emits {} but accepts {}",
+                                    self.labels.show(w),
+                                    self.labels.show_all(acc)
+                                ),
+                            );
+                        } else {
+                            d = d.related(
+                                body_span,
+                                format!("the operand accepts {}", self.labels.show_all(acc)),
+                            );
+                            if let Some(f) = w_from {
+                                d = d.related(
+                                    f,
+                                    format!(
+                                        "records of type {} come from here",
+                                        self.labels.show(w)
+                                    ),
+                                );
+                            }
                         }
                         self.error(d);
                         continue;
@@ -740,17 +888,22 @@ impl Checker {
                             self.labels.show(v),
                             self.labels.written(tag)
                         ),
-                        span,
+                        self.operand_spans.get(&n).copied().unwrap_or(span),
                         "replicas are chosen by this tag",
                     );
                     if let Some(f) = from {
-                        d = d.related(f, "they come from here");
+                        d = d.related(
+                            f,
+                            format!("records of type {} come from here", self.labels.show(v)),
+                        );
                     }
                     self.error(d);
                     BTreeSet::new()
                 }
             }
             NodeKind::Feedback { body, back } => {
+                // Entering records go into the operand first; of its outputs, those matching a
+                // back pattern (whose guard may hold) go round again, the others leave.
                 let mut out = BTreeSet::new();
                 let mut seen = BTreeSet::new();
                 let mut work = vec![(v, from)];
@@ -760,14 +913,13 @@ impl Checker {
                         continue;
                     }
                     for x in self.flow(body, w, w_from) {
-                        match back.iter().find(|p| self.labels.matches(p.labels, x)) {
-                            Some(p) => {
-                                if p.guard.is_some() {
-                                    out.insert(x);
-                                }
+                        match self.exit_test(&back, x) {
+                            Exit::Always => work.push((x, Some(body_span))),
+                            Exit::Maybe => {
+                                out.insert(x);
                                 work.push((x, Some(body_span)));
                             }
-                            None => {
+                            Exit::Never => {
                                 out.insert(x);
                             }
                         }
@@ -811,7 +963,10 @@ impl Checker {
                     )
                     .note("a synchrocell accepts only records that match one of its patterns");
                     if let Some(f) = from {
-                        d = d.related(f, "they come from here");
+                        d = d.related(
+                            f,
+                            format!("records of type {} come from here", self.labels.show(v)),
+                        );
                     }
                     self.error(d);
                     return self.settle(n, v, BTreeSet::new());
@@ -831,15 +986,60 @@ impl Checker {
                 out.extend(firsts.into_iter().map(|f| f.union(rest)));
                 out
             }
-            NodeKind::Net { name, body } => {
-                let out: BTreeSet<LabelSet> = self.flow(body, v, from).into_iter().collect();
-                if let Some(sig) = self.sigs.get(&n).cloned() {
-                    self.check_signature(&name, &sig, v, &out, span);
-                }
-                out
-            }
+            NodeKind::Net { name, body } => match self.sigs.get(&n).cloned() {
+                // A declared signature is the network's interface: records it does not map
+                // are reported here, not inside the network.
+                Some(sig) => match self.signature_map(&sig, v) {
+                    Some(map) => {
+                        let out: BTreeSet<LabelSet> =
+                            self.flow(body, v, from).into_iter().collect();
+                        self.check_outputs(&name, map, v, &out, span);
+                        out
+                    }
+                    None => {
+                        let all: Vec<LabelSet> =
+                            sig.iter().flat_map(|(i, _, _)| i.iter().copied()).collect();
+                        let mut d = Diagnostic::new(
+                            "S0206",
+                            format!(
+                                "network `{name}` cannot accept records of type {}",
+                                self.labels.show(v)
+                            ),
+                            span,
+                            format!("its signature accepts {}", self.labels.show_all(all)),
+                        )
+                        .related(sig[0].2, "signature declared here");
+                        if let Some(f) = from {
+                            d = d.related(
+                                f,
+                                format!("records of type {} come from here", self.labels.show(v)),
+                            );
+                        }
+                        self.error(d);
+                        BTreeSet::new()
+                    }
+                },
+                None => self.flow(body, v, from).into_iter().collect(),
+            },
         };
         self.settle(n, v, out)
+    }
+
+    /// Whether records of type `v` match one of `patterns`: surely (a matching pattern has no
+    /// guard), perhaps (only guarded patterns match), or not at all.
+    fn exit_test(&self, patterns: &[CPattern], v: LabelSet) -> Exit {
+        let mut any = false;
+        for p in patterns.iter().filter(|p| self.labels.matches(p.labels, v)) {
+            if p.guard.is_none() {
+                return Exit::Always;
+            }
+            any = true;
+        }
+        if any {
+            Exit::Maybe
+        } else {
+            Exit::Never
+        }
     }
 
     fn settle(&mut self, n: NodeId, v: LabelSet, out: BTreeSet<LabelSet>) -> Vec<LabelSet> {
@@ -885,63 +1085,50 @@ impl Checker {
         d
     }
 
-    /// A network with a declared signature must emit only what the signature allows for the
-    /// inputs it maps.
-    fn check_signature(
+    /// The mapping of a declared signature that records of type `v` use: the one with the
+    /// input type matching `v` best, and that input type.
+    fn signature_map<'s>(&self, sig: &'s [SigMap], v: LabelSet) -> Option<(&'s SigMap, LabelSet)> {
+        let binding = self.labels.binding();
+        sig.iter()
+            .filter_map(|m| {
+                let input =
+                    m.0.iter()
+                        .copied()
+                        .filter(|i| self.labels.matches(*i, v))
+                        .max_by_key(|i| i.minus(binding).len())?;
+                Some((m, input))
+            })
+            .max_by_key(|(_, input)| input.minus(binding).len())
+    }
+
+    /// A network with a declared signature must emit, for the inputs a mapping takes, only
+    /// subtypes of that mapping's outputs.
+    fn check_outputs(
         &mut self,
         name: &str,
-        sig: &[SigMap],
+        (map, _input): (&SigMap, LabelSet),
         v: LabelSet,
         out: &BTreeSet<LabelSet>,
         span: Span,
     ) {
-        let best = sig
-            .iter()
-            .filter_map(|(ins, outs, s)| {
-                let score = ins
-                    .iter()
-                    .filter(|i| self.labels.matches(**i, v))
-                    .map(|i| i.len())
-                    .max()?;
-                Some((score, ins, outs, *s))
-            })
-            .max_by_key(|(score, ..)| *score);
-        let Some((_, ins, outs, sig_span)) = best else {
-            let all: Vec<LabelSet> = sig.iter().flat_map(|(i, _, _)| i.iter().copied()).collect();
-            self.error(
-                Diagnostic::new(
-                    "S0206",
-                    format!(
-                        "network `{name}` cannot accept records of type {}",
-                        self.labels.show(v)
-                    ),
-                    span,
-                    format!("its signature accepts {}", self.labels.show_all(all)),
-                )
-                .related(sig[0].2, "declared here"),
-            );
-            return;
-        };
-        // Labels the input carries beyond the mapped type flow around the network.
-        let mapped_in = ins
-            .iter()
-            .copied()
-            .filter(|i| self.labels.matches(*i, v))
-            .max_by_key(|i| i.len());
-        let inherited = v.minus(mapped_in.unwrap_or(LabelSet::EMPTY));
+        let (_, outs, sig_span) = map;
         for w in out {
-            if !outs
-                .iter()
-                .any(|o| self.labels.matches(*o, *w) || self.labels.matches(o.union(inherited), *w))
-            {
+            if !outs.iter().any(|o| self.labels.matches(*o, *w)) {
                 self.error(
                     Diagnostic::new(
                         "S0207",
-                        format!("network `{name}` emits records of type {}, which its signature does not allow", self.labels.show(*w)),
+                        format!(
+                            "network `{name}` emits records of type {}, which its signature does not allow",
+                            self.labels.show(*w)
+                        ),
                         span,
-                        format!("for input {} the signature allows {}", self.labels.show(v), self.labels.show_all(outs.iter().copied())),
+                        format!(
+                            "for input {} the signature allows {}",
+                            self.labels.show(v),
+                            self.labels.show_all(outs.iter().copied())
+                        ),
                     )
-                    .related(sig_span, "signature declared here"),
+                    .related(*sig_span, "signature declared here"),
                 );
             }
         }

@@ -97,17 +97,7 @@ impl Dot<'_> {
         match node.kind.clone() {
             NodeKind::Box(b) => {
                 let info = &self.net.boxes[b];
-                let outs: Vec<String> = info
-                    .outputs
-                    .iter()
-                    .map(|o| self.net.labels.show_box(*o).to_string())
-                    .collect();
-                let label = format!(
-                    "{}\n{} -> {}",
-                    info.name,
-                    self.net.labels.show_box(info.input),
-                    outs.join(" | ")
-                );
+                let label = format!("{}\n{}", info.name, info.signature(&self.net.labels));
                 self.leaf(n, depth, "box", &label)
             }
             NodeKind::Filter(_) => {

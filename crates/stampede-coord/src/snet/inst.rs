@@ -642,7 +642,7 @@ impl RunShared {
         }
         let info = &self.net.boxes[b.id];
         let inputs: Vec<Value> = info
-            .input_order
+            .params
             .iter()
             .map(|id| {
                 rec.get(*id)
@@ -679,7 +679,7 @@ impl RunShared {
             None => {
                 for (variant, values) in call.emitted {
                     let mut out = Rec::default();
-                    for (id, v) in info.output_orders[variant].iter().zip(values) {
+                    for (id, v) in info.results[variant].iter().zip(values) {
                         out.insert(*id, v);
                     }
                     rec.inherit_into(&mut out, info.input, binding);

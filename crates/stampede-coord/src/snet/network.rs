@@ -16,11 +16,27 @@ pub(crate) struct BoxInfo {
     pub name: Arc<str>,
     pub input: LabelSet,
     pub outputs: Vec<LabelSet>,
-    /// The labels in the order the signature writes them: the order of a box function's
-    /// arguments and of the values it emits for each output type.
-    pub input_order: Vec<LabelId>,
-    pub output_orders: Vec<Vec<LabelId>>,
+    /// The input's and each output's labels in the order written: a box signature is a tuple
+    /// that maps positionally onto the box function's parameters and results.
+    pub params: Vec<LabelId>,
+    pub results: Vec<Vec<LabelId>>,
     pub span: Span,
+}
+
+impl BoxInfo {
+    /// The signature as written: `(a, <t>) -> (c) | (d)`.
+    pub fn signature(&self, labels: &LabelTable) -> String {
+        let tuple = |ids: &[LabelId]| {
+            let parts: Vec<String> = ids.iter().map(|id| labels.written(*id)).collect();
+            format!("({})", parts.join(", "))
+        };
+        let outs: Vec<String> = self.results.iter().map(|r| tuple(r)).collect();
+        if outs.is_empty() {
+            format!("{} ->", tuple(&self.params))
+        } else {
+            format!("{} -> {}", tuple(&self.params), outs.join(" | "))
+        }
+    }
 }
 
 /// A pattern over interned labels, with its guard.
@@ -224,16 +240,7 @@ impl Network {
     /// A box's signature as written in its declaration: `(a, <t>) -> (c) | (d)`.
     pub fn box_signature(&self, name: &str) -> Option<String> {
         let b = self.boxes.iter().find(|b| b.name.as_ref() == name)?;
-        let outs: Vec<String> = b
-            .outputs
-            .iter()
-            .map(|o| self.labels.show_box(*o).to_string())
-            .collect();
-        Some(format!(
-            "{} -> {}",
-            self.labels.show_box(b.input),
-            outs.join(" | ")
-        ))
+        Some(b.signature(&self.labels))
     }
 
     /// `file:line:col` of a span of the source.

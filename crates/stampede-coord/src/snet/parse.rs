@@ -1,6 +1,6 @@
 //! Text to syntax tree, through the PEG grammar in `snet.pest`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pest::error::{ErrorVariant, InputLocation};
 use pest::iterators::Pair;
@@ -16,8 +16,12 @@ struct Grammar;
 
 /// Parses a whole program: one top-level `net` definition.
 pub(crate) fn program(source: &str) -> Result<NetDef, Box<Diagnostic>> {
-    let mut pairs = Grammar::parse(Rule::program, source).map_err(|e| Box::new(syntax_error(e)))?;
+    let mut pairs = match Grammar::parse(Rule::program, source) {
+        Ok(pairs) => pairs,
+        Err(e) => return Err(Box::new(syntax_error(source, e))),
+    };
     let program = pairs.next().expect("the program rule always yields a pair");
+    check_literals(program.clone())?;
     let net = program
         .into_inner()
         .next()
@@ -30,33 +34,228 @@ fn span(pair: &Pair<'_, Rule>) -> Span {
     Span::new(s.start(), s.end())
 }
 
-fn syntax_error(e: pest::error::Error<Rule>) -> Diagnostic {
-    let at = match e.location {
-        InputLocation::Pos(p) => Span::new(p, p),
-        InputLocation::Span((a, b)) => Span::new(a, b),
+/// Serialises the detailed re-parse of a failed program: pest's switch for tracking the tokens
+/// tried is process-wide, and read when a parse starts.
+static DETAIL: Mutex<()> = Mutex::new(());
+
+/// A parse error as a diagnostic: where the parse got furthest, the tokens that could have
+/// come there, what came instead, and the bracket left open if a closing one was expected.
+fn syntax_error(source: &str, e: pest::error::Error<Rule>) -> Diagnostic {
+    // The fast parse records only the rules tried, so it misplaces errors after punctuation
+    // (`(b);` reports the `b`); parse again tracking every token tried.
+    let detailed = {
+        let _guard = DETAIL.lock().unwrap_or_else(|p| p.into_inner());
+        pest::set_error_detail(true);
+        let again = Grammar::parse(Rule::program, source);
+        pest::set_error_detail(false);
+        again.err().and_then(|e| e.parse_attempts())
     };
-    let expected = match &e.variant {
-        ErrorVariant::ParsingError { positives, .. } => {
-            let mut names: Vec<&str> = positives.iter().filter_map(|r| rule_name(*r)).collect();
-            names.sort_unstable();
-            names.dedup();
-            match names.len() {
-                0 => "valid syntax".to_owned(),
-                1 => names[0].to_owned(),
-                _ => {
-                    let last = names.pop().expect("two or more names");
-                    format!("{} or {last}", names.join(", "))
-                }
-            }
+    let (at, expected) = match detailed {
+        Some(attempts) => {
+            let at = attempts.max_position;
+            let tokens: Vec<String> = attempts
+                .expected_tokens()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            (at, expected_tokens(source, at, &tokens))
         }
-        ErrorVariant::CustomError { message } => message.clone(),
+        None => {
+            let at = match e.location {
+                InputLocation::Pos(p) => p,
+                InputLocation::Span((a, _)) => a,
+            };
+            let names = match &e.variant {
+                ErrorVariant::ParsingError { positives, .. } => positives
+                    .iter()
+                    .filter_map(|r| rule_name(*r))
+                    .map(str::to_owned)
+                    .collect(),
+                ErrorVariant::CustomError { message } => vec![message.clone()],
+            };
+            (at, names)
+        }
     };
-    Diagnostic::new(
+    let expected = one_of(expected);
+    let found = found_at(source, at);
+    let span = if at >= source.trim_end().len() {
+        // At the end of the input, point just after the last token rather than past the end.
+        let end = source.trim_end().len();
+        Span::new(end, end)
+    } else {
+        // The whole word or token found, else one character.
+        let rest = &source[at..];
+        let word = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let token = TOKENS
+            .iter()
+            .find(|t| rest.starts_with(**t))
+            .map_or(0, |t| t.len());
+        let one = rest.chars().next().map_or(0, char::len_utf8);
+        Span::new(at, at + word.max(token).max(one))
+    };
+    let mut d = Diagnostic::new(
         "S0001",
-        format!("syntax error: expected {expected}"),
-        at,
+        format!("syntax error: expected {expected}, found {found}"),
+        span,
         format!("expected {expected}"),
-    )
+    );
+    if let Some((open, close)) = unclosed(source, at) {
+        if expected.contains(&format!("`{close}`")) {
+            d = d.related(
+                Span::new(open, open + close.len()),
+                format!("this bracket is not closed by a `{close}`"),
+            );
+        }
+    }
+    d
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn one_of(mut names: Vec<String>) -> String {
+    match names.len() {
+        0 => "valid syntax".to_owned(),
+        1 => names.pop().expect("one name"),
+        _ => {
+            let last = names.pop().expect("two or more names");
+            format!("{} or {last}", names.join(", "))
+        }
+    }
+}
+
+/// The tokens pest tried at the error, as the user would name them: punctuation quoted,
+/// combinators, operators and tag-expression starts in words.
+fn expected_tokens(source: &str, at: usize, tokens: &[String]) -> Vec<String> {
+    // pest names a character range `a..z`; no literal of the grammar looks like that.
+    let mut letters = tokens.iter().any(|t| t == "a..z");
+    let mut digits = tokens.iter().any(|t| t == "0..9");
+    let mut words: Vec<&str> = tokens
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !matches!(*t, "a..z" | "A..Z" | "0..9"))
+        .collect();
+    // Whitespace and comments may come anywhere; `_` and the letter ranges right after a name
+    // only say that the name could go on.
+    let in_word = source[..at]
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    words.retain(|w| !matches!(*w, " " | "\t" | "\r" | "\n" | "//" | "/*" | "_"));
+    let has = |words: &[&str], w: &str| words.contains(&w);
+    let mut out: Vec<String> = Vec::new();
+    let mut groups: Vec<&str> = Vec::new();
+    if has(&words, "abs") && has(&words, "#") {
+        // Where a tag expression may start: `-x`, `!x`, `#b`, `(`, `abs(`, a tag or a number.
+        words.retain(|w| !matches!(*w, "abs" | "min" | "max" | "#" | "-" | "!" | "("));
+        groups.push("a tag expression");
+        letters = false;
+        digits = false;
+    }
+    if has(&words, "&&") || has(&words, "==") || has(&words, "*") && has(&words, "/") {
+        // After an operand of a tag expression (`>` also closes the `<...>`, so it stays).
+        words.retain(|w| {
+            !matches!(
+                *w,
+                "*" | "/" | "%" | "+" | "-" | "<" | "<=" | ">=" | "==" | "!=" | "&&" | "||" | "?"
+            )
+        });
+        groups.push("an operator");
+    }
+    if has(&words, "**") && has(&words, "!!") && has(&words, "\\") {
+        // After a network operand: `*`, `**`, `!`, `!!`, `\`.
+        words.retain(|w| !matches!(*w, "*" | "**" | "!" | "!!" | "\\"));
+        groups.push("a combinator (`*`, `!`, `\\`)");
+    }
+    words.sort_unstable();
+    words.dedup();
+    out.extend(words.iter().map(|w| format!("`{w}`")));
+    if letters && !in_word {
+        out.push("a name".to_owned());
+    }
+    if digits && !in_word && !letters {
+        out.push("an integer".to_owned());
+    }
+    out.extend(groups.iter().map(|g| (*g).to_owned()));
+    out
+}
+
+/// The grammar's tokens of more than one character, longest first.
+const TOKENS: [&str; 14] = [
+    "..", "->", "[|", "|]", "||", "&&", "==", "!=", "<=", ">=", "**", "!!", "/*", "//",
+];
+
+/// What the source holds at `at`, for "found ...".
+fn found_at(source: &str, at: usize) -> String {
+    let rest = &source[at..];
+    let Some(c) = rest.chars().next() else {
+        return "end of input".to_owned();
+    };
+    if c.is_ascii_alphanumeric() || c == '_' {
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        format!("`{word}`")
+    } else if let Some(t) = TOKENS.iter().find(|t| rest.starts_with(**t)) {
+        format!("`{t}`")
+    } else {
+        format!("`{c}`")
+    }
+}
+
+/// The innermost bracket opened before `at` and not closed there, with its closing token;
+/// comments are skipped.
+fn unclosed(source: &str, at: usize) -> Option<(usize, &'static str)> {
+    let bytes = source.as_bytes();
+    let mut stack: Vec<(usize, &'static str)> = Vec::new();
+    let mut i = 0;
+    while i < at.min(bytes.len()) {
+        let rest = &source[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+            continue;
+        }
+        if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+            continue;
+        }
+        let step = if rest.starts_with("[|") {
+            stack.push((i, "|]"));
+            2
+        } else if rest.starts_with("|]") {
+            stack.pop();
+            2
+        } else {
+            match bytes[i] {
+                b'(' => stack.push((i, ")")),
+                b'[' => stack.push((i, "]")),
+                b'{' => stack.push((i, "}")),
+                b')' | b']' | b'}' => {
+                    stack.pop();
+                }
+                _ => {}
+            }
+            1
+        };
+        i += step;
+    }
+    stack.pop()
+}
+
+/// Rejects integer literals beyond the tag range, which the grammar admits as digit strings.
+fn check_literals(program: Pair<'_, Rule>) -> Result<(), Box<Diagnostic>> {
+    for p in program.into_inner().flatten() {
+        if p.as_rule() == Rule::int && p.as_str().parse::<i64>().is_err() {
+            return Err(Box::new(Diagnostic::new(
+                "S0001",
+                format!("integer `{}` is too large for a tag", p.as_str()),
+                span(&p),
+                format!("tags hold integers up to {}", i64::MAX),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What the user is told was expected, for the rules that can begin at a failure point.
@@ -69,7 +268,9 @@ fn rule_name(rule: Rule) -> Option<&'static str> {
         Rule::box_decl => "`box`",
         Rule::box_sig | Rule::box_type => "a box type `(a, <t>)`",
         Rule::net_sig => "a network signature `({a} -> {b})`",
-        Rule::mapping | Rule::rec_type | Rule::pattern => "a record type `{a, <t>}`",
+        Rule::mapping | Rule::map_side | Rule::rec_type | Rule::pattern | Rule::filter_pat => {
+            "a record type `{a, <t>}`"
+        }
         Rule::tag | Rule::btag | Rule::split_tag => "a tag `<t>`",
         Rule::expr | Rule::det_choice | Rule::serial | Rule::postfix => "a network expression",
         Rule::postfix_op | Rule::star_op | Rule::split_op | Rule::feedback_op => "a combinator",
@@ -165,23 +366,12 @@ pub(crate) fn box_sig(pair: Pair<'_, Rule>) -> BoxSig {
 
 fn mapping(pair: Pair<'_, Rule>) -> Mapping {
     let whole = span(&pair);
-    let text = pair.as_str();
-    let base = whole.start;
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    // The arrow separates inputs from outputs; the grammar gives the types in order.
-    let arrow = text.find("->").map(|i| base + i).unwrap_or(whole.end);
-    for t in pair.into_inner() {
-        let ty = record_type(t);
-        if ty.span.start < arrow {
-            inputs.push(ty);
-        } else {
-            outputs.push(ty);
-        }
-    }
+    let mut sides = pair
+        .into_inner()
+        .map(|side| side.into_inner().map(record_type).collect());
     Mapping {
-        inputs,
-        outputs,
+        inputs: sides.next().expect("mapping inputs"),
+        outputs: sides.next().expect("mapping outputs"),
         span: whole,
     }
 }
@@ -457,7 +647,7 @@ fn texpr(pair: Pair<'_, Rule>) -> TagExpr {
             acc
         }
         Rule::int => {
-            // The grammar admits digits only; an overflow saturates and the checker rejects it.
+            // The grammar admits digits only, and `check_literals` rejected overflows.
             let v = pair.as_str().parse::<i64>().unwrap_or(i64::MAX);
             TagExpr {
                 kind: TagExprKind::Int(v),

@@ -45,11 +45,12 @@ pub(crate) fn box_sig(sig: &BoxSig) -> String {
         .iter()
         .map(|p| labels(&p.labels, "(", ")"))
         .collect();
-    format!(
-        "{} -> {}",
-        labels(&sig.input.labels, "(", ")"),
-        outs.join(" | ")
-    )
+    let input = labels(&sig.input.labels, "(", ")");
+    if outs.is_empty() {
+        format!("{input} ->")
+    } else {
+        format!("{input} -> {}", outs.join(" | "))
+    }
 }
 
 fn mapping(m: &Mapping) -> String {
@@ -139,6 +140,10 @@ pub(crate) fn expr(e: &Expr) -> String {
                 }
                 let action = outs.iter().map(out_record).collect::<Vec<_>>().join("; ");
                 match guard {
+                    // An empty action emits nothing: `if <c> then else ...`.
+                    Some(g) if action.is_empty() => {
+                        let _ = write!(s, "if <{}> then", tag_expr(g, 0));
+                    }
                     Some(g) => {
                         let _ = write!(s, "if <{}> then {action}", tag_expr(g, 0));
                     }
