@@ -10,7 +10,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let workers: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     let records: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200_000);
-    let chain = vec!["id"; 8].join(" .. ");
+    let chain = ["id"; 8].join(" .. ");
     let net = Network::parse(
         "chain.snet",
         &format!("net chain {{ box id ((<x>) -> (<x>)); }} connect {chain};"),

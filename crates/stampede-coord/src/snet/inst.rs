@@ -65,8 +65,9 @@ pub(crate) struct BoxInst {
     pub id: BoxId,
     pub func: SharedBoxFn,
     pub cont: Arc<Cont>,
-    /// Where outputs leave when calls overlap: a gate keeps them in input order.
-    pub gate: Option<Arc<DetGate>>,
+    /// When calls may overlap and must keep input order: the outputs of calls that finished
+    /// before an earlier one, held until it has.
+    pub order: Option<Mutex<Reorder>>,
     pub queue: Mutex<BoxQueue>,
 }
 
@@ -75,6 +76,15 @@ pub(crate) struct BoxQueue {
     pub records: VecDeque<Rec>,
     /// Jobs scheduled for this box and not finished.
     pub scheduled: usize,
+    /// Records taken from the queue so far: the next one's sequence number.
+    pub taken: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Reorder {
+    /// The sequence number whose outputs leave next.
+    next: u64,
+    waiting: std::collections::BTreeMap<u64, Vec<Rec>>,
 }
 
 pub(crate) struct StarInst {
@@ -122,12 +132,13 @@ impl RunShared {
         let plain = match kind {
             NodeKind::Box(id) => {
                 let conc = self.config.box_concurrency.max(1);
-                let gate = (conc > 1 && self.config.ordered_boxes).then(|| self.gate(cont.clone()));
+                let order =
+                    (conc > 1 && self.config.ordered_boxes).then(|| Mutex::new(Reorder::default()));
                 let b = Arc::new(BoxInst {
                     id,
                     func: self.funcs[id].clone(),
                     cont,
-                    gate,
+                    order,
                     queue: Mutex::new(BoxQueue::default()),
                 });
                 lock(&self.boxes).push(Arc::downgrade(&b));
@@ -227,13 +238,13 @@ impl RunShared {
     /// Moves a record from `target` until every record it becomes is in a box's queue, held
     /// by a synchrocell or an ordered region's gate, or out.
     pub(crate) fn route(self: &Arc<Self>, target: Target, rec: Rec) {
-        let mut stack = vec![(target, rec)];
+        let mut stack: Stack = smallvec::smallvec![(target, rec)];
         while let Some((t, r)) = stack.pop() {
             self.step(t, r, &mut stack);
         }
     }
 
-    fn step(self: &Arc<Self>, t: Target, mut r: Rec, stack: &mut Vec<(Target, Rec)>) {
+    fn step(self: &Arc<Self>, t: Target, mut r: Rec, stack: &mut Stack) {
         match t {
             Target::Inst(inst) => match &*inst {
                 Inst::Box(b) => self.enqueue(b, r),
@@ -347,13 +358,7 @@ impl RunShared {
         Ok(false)
     }
 
-    fn star_test(
-        self: &Arc<Self>,
-        s: &Arc<StarInst>,
-        mut level: usize,
-        r: Rec,
-        stack: &mut Vec<(Target, Rec)>,
-    ) {
+    fn star_test(self: &Arc<Self>, s: &Arc<StarInst>, mut level: usize, r: Rec, stack: &mut Stack) {
         let NodeKind::Star { exits, .. } = &self.net.nodes[s.node].kind else {
             unreachable!()
         };
@@ -387,13 +392,7 @@ impl RunShared {
         stack.push((Target::Inst(replica), r));
     }
 
-    fn filter(
-        self: &Arc<Self>,
-        node: NodeId,
-        cont: &Arc<Cont>,
-        r: Rec,
-        stack: &mut Vec<(Target, Rec)>,
-    ) {
+    fn filter(self: &Arc<Self>, node: NodeId, cont: &Arc<Cont>, r: Rec, stack: &mut Stack) {
         let NodeKind::Filter(f) = &self.net.nodes[node].kind else {
             unreachable!()
         };
@@ -452,7 +451,7 @@ impl RunShared {
         }
     }
 
-    fn sync(self: &Arc<Self>, s: &Arc<SyncInst>, r: Rec, stack: &mut Vec<(Target, Rec)>) {
+    fn sync(self: &Arc<Self>, s: &Arc<SyncInst>, r: Rec, stack: &mut Stack) {
         let NodeKind::Sync(patterns) = &self.net.nodes[s.node].kind else {
             unreachable!()
         };
@@ -545,17 +544,19 @@ impl RunShared {
     /// Furthest-advanced: a job runs one record of a box's queue; at most the box's
     /// concurrency of jobs exist at once.
     fn run_queue(self: &Arc<Self>, b: Arc<BoxInst>) {
-        let (rec, extra) = {
+        let (rec, seq, extra) = {
             let mut q = lock(&b.queue);
             let Some(r) = q.records.pop_front() else {
                 q.scheduled -= 1;
                 return;
             };
+            let seq = q.taken;
+            q.taken += 1;
             let extra = !q.records.is_empty() && q.scheduled < self.config.box_concurrency;
             if extra {
                 q.scheduled += 1;
             }
-            (r, extra)
+            (r, seq, extra)
         };
         if extra {
             // Queued under the work this call makes, so it runs after it or on a thief.
@@ -563,7 +564,7 @@ impl RunShared {
             self.executor
                 .spawn(Priority::Normal, move || me.run_queue(b));
         }
-        self.call_box(&b, rec);
+        self.call_box(&b, rec, seq);
         let more = {
             let mut q = lock(&b.queue);
             if q.records.is_empty() {
@@ -614,17 +615,19 @@ impl RunShared {
                 let mut q = lock(&b.queue);
                 let r = q.records.pop_front()?;
                 q.scheduled += 1;
+                let seq = q.taken;
+                q.taken += 1;
                 drop(q);
-                Some((b, r))
+                Some((b, r, seq))
             })
         };
         match pick {
-            Some((b, rec)) => {
+            Some((b, rec, seq)) => {
                 // Another job looks for the next record while this one runs.
                 let me = self.clone();
                 self.executor
                     .spawn(Priority::Normal, move || me.run_fullest());
-                self.call_box(&b, rec);
+                self.call_box(&b, rec, seq);
                 lock(&b.queue).scheduled -= 1;
                 // A record skipped for want of a free slot in this box can run now.
                 self.wake_most_queued();
@@ -635,11 +638,8 @@ impl RunShared {
         }
     }
 
-    /// Runs the box on one record, then routes what it emitted.
-    fn call_box(self: &Arc<Self>, b: &Arc<BoxInst>, mut rec: Rec) {
-        if let Some(g) = &b.gate {
-            g.enter(&mut rec);
-        }
+    /// Runs the box on record number `seq` of its queue, then routes what it emitted.
+    fn call_box(self: &Arc<Self>, b: &Arc<BoxInst>, rec: Rec, seq: u64) {
         let info = &self.net.boxes[b.id];
         let inputs: Vec<Value> = info
             .params
@@ -689,12 +689,34 @@ impl RunShared {
             }
         }
         drop(rec);
-        let next = match &b.gate {
-            Some(g) => Arc::new(Cont::Gate(g.clone(), b.cont.clone())),
-            None => b.cont.clone(),
-        };
-        for out in outs {
-            self.route(Target::Cont(next.clone()), out);
+        match &b.order {
+            None => {
+                for out in outs {
+                    self.route(Target::Cont(b.cont.clone()), out);
+                }
+            }
+            // Outputs leave in the order the records were taken: a call that finishes early
+            // leaves its outputs for the call before it to send on. Routing happens under
+            // the lock so that two calls' outputs cannot interleave downstream.
+            Some(order) => {
+                let mut o = lock(order);
+                if o.next != seq {
+                    o.waiting.insert(seq, outs);
+                } else {
+                    let mut outs = outs;
+                    loop {
+                        for out in outs {
+                            self.route(Target::Cont(b.cont.clone()), out);
+                        }
+                        o.next += 1;
+                        let next = o.next;
+                        match o.waiting.remove(&next) {
+                            Some(more) => outs = more,
+                            None => break,
+                        }
+                    }
+                }
+            }
         }
         self.counters.pending_sub(1, self);
     }
@@ -729,6 +751,9 @@ impl RunShared {
         });
     }
 }
+
+/// Records on their way, most often one.
+type Stack = smallvec::SmallVec<[(Target, Rec); 2]>;
 
 /// Where a record is sent.
 pub(crate) enum Target {

@@ -168,7 +168,7 @@ impl fmt::Display for Record {
 #[derive(Clone, Default)]
 pub(crate) struct Rec {
     pub labels: LabelSet,
-    pub slots: Vec<(LabelId, Value)>,
+    pub slots: smallvec::SmallVec<[(LabelId, Value); 4]>,
     pub extras: Vec<(LabelKind, Arc<str>, Value)>,
     /// Tickets of the deterministic combinators the record is inside, innermost last.
     pub det: Vec<DetRef>,

@@ -71,7 +71,9 @@ pub(crate) struct Counters {
     pub filtered: AtomicUsize,
     pub held: AtomicUsize,
     pub fired: AtomicUsize,
-    waiters: AtomicUsize,
+    /// Environment threads waiting for room to send, and for outputs or the end.
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
 }
 
 impl Counters {
@@ -80,11 +82,15 @@ impl Counters {
         self.max_pending.fetch_max(now, Ordering::Relaxed);
     }
 
-    /// Counts records done; wakes the environment when there is room again or the run is
-    /// quiet.
+    /// Counts records done; wakes the environment when the network has drained to half its
+    /// capacity (not at every record, which would wake it once per record) or is quiet.
     pub fn pending_sub(&self, n: usize, run: &RunShared) {
         let now = self.pending.fetch_sub(n, Ordering::AcqRel) - n;
-        if self.waiters.load(Ordering::Acquire) > 0 && (now == 0 || now < run.config.capacity) {
+        let room = now == run.config.capacity / 2 && self.senders.load(Ordering::Acquire) > 0;
+        let quiet = now == 0
+            && (self.senders.load(Ordering::Acquire) > 0
+                || self.receivers.load(Ordering::Acquire) > 0);
+        if room || quiet {
             let _guard = lock(&run.state);
             run.changed.notify_all();
         }
@@ -120,7 +126,7 @@ impl RunShared {
         self.counters.emitted.fetch_add(1, Ordering::Relaxed);
         let mut st = lock(&self.state);
         st.outputs.push_back(record);
-        if self.counters.waiters.load(Ordering::Acquire) > 0 {
+        if self.counters.receivers.load(Ordering::Acquire) > 0 {
             self.changed.notify_all();
         }
     }
@@ -286,13 +292,13 @@ impl Run {
             }
         };
         if s.counters.pending.load(Ordering::Acquire) >= s.config.capacity {
-            s.counters.waiters.fetch_add(1, Ordering::AcqRel);
+            s.counters.senders.fetch_add(1, Ordering::AcqRel);
             let mut st = lock(&s.state);
             while s.counters.pending.load(Ordering::Acquire) >= s.config.capacity {
                 st = s.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
             drop(st);
-            s.counters.waiters.fetch_sub(1, Ordering::AcqRel);
+            s.counters.senders.fetch_sub(1, Ordering::AcqRel);
         }
         s.counters.sent.fetch_add(1, Ordering::Relaxed);
         s.route(Target::Inst(self.root.clone()), rec);
@@ -312,7 +318,7 @@ impl Run {
         mut done: impl FnMut(&RunState) -> bool,
     ) -> bool {
         let s = &self.shared;
-        s.counters.waiters.fetch_add(1, Ordering::AcqRel);
+        s.counters.receivers.fetch_add(1, Ordering::AcqRel);
         let mut st = lock(&s.state);
         let ok = loop {
             if done(&st) {
@@ -337,7 +343,7 @@ impl Run {
                 .0;
         };
         drop(st);
-        s.counters.waiters.fetch_sub(1, Ordering::AcqRel);
+        s.counters.receivers.fetch_sub(1, Ordering::AcqRel);
         ok
     }
 

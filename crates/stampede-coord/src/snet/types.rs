@@ -139,16 +139,6 @@ impl LabelTable {
         }
     }
 
-    /// `(a, <t>)`, as in a box signature.
-    pub fn show_box(&self, set: LabelSet) -> ShowSet<'_> {
-        ShowSet {
-            table: self,
-            set,
-            open: "(",
-            close: ")",
-        }
-    }
-
     /// `{a} | {b, <t>}`.
     pub fn show_all(&self, sets: impl IntoIterator<Item = LabelSet>) -> String {
         let parts: Vec<String> = sets.into_iter().map(|s| self.show(s).to_string()).collect();
