@@ -233,6 +233,8 @@ pub enum SnetError {
         /// Why.
         message: String,
     },
+    /// Moving records between the network and a Space-Time Memory container failed.
+    Stream(String),
     /// The run was closed: no more records can be sent.
     Closed,
     /// Waiting ended before the network finished.
@@ -271,6 +273,7 @@ impl fmt::Display for SnetError {
                 record,
                 message,
             } => write!(f, "{at}: cannot route {record}: {message}"),
+            SnetError::Stream(why) => write!(f, "stream: {why}"),
             SnetError::Closed => f.write_str("the run is closed to new records"),
             SnetError::Timeout => f.write_str("the network did not finish in time"),
         }

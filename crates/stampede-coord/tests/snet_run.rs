@@ -130,3 +130,44 @@ fn a_box_that_fails_is_reported_with_its_record() {
     assert_eq!(run.outputs().len(), 4);
     assert_eq!(run.stats().box_failures, 1);
 }
+
+#[test]
+fn a_network_is_a_stage_between_two_channels() {
+    use stampede_core::{ContainerOptions, Runtime, Selector, INFINITY};
+    let rt = Runtime::new();
+    let (frames, sizes) = (rt.channel(ContainerOptions::default()).unwrap(), rt.channel(ContainerOptions::default()).unwrap());
+    let n = net("net measure { box size ((frame, <ts>) -> (len, <ts>)); } connect size;");
+    let run = Runner::new(&n, &Executor::new(2))
+        .bind("size", |call| {
+            let len = call.field("frame")?.as_bytes().map_or(0, |b| b.len());
+            let ts = call.tag("ts")?;
+            call.emit(0, vec![Value::Field(stampede_core::Item::new(len.to_string())), Value::Tag(ts)])
+        })
+        .start()
+        .unwrap();
+    let producer = rt.task(0).unwrap();
+    let camera = producer.attach_output(&frames).unwrap();
+    let stage = rt.task(0).unwrap();
+    let (input, output) = (stage.attach_input(&frames).unwrap(), stage.attach_output(&sizes).unwrap());
+    let consumer = rt.task(INFINITY).unwrap();
+    let display = consumer.attach_input(&sizes).unwrap();
+    for ts in 0..20i64 {
+        camera.put(ts, bytes::Bytes::from(vec![7u8; ts as usize])).unwrap();
+    }
+    frames.close();
+    std::thread::scope(|s| {
+        let feeder = s.spawn(|| {
+            let sent = run.feed_channel(&input, "frame", "ts").unwrap();
+            run.close();
+            sent
+        });
+        let put = run.drain_into_channel(&output, "len", "ts").unwrap();
+        assert_eq!((feeder.join().unwrap(), put), (20, 20));
+    });
+    sizes.close();
+    for ts in 0..20i64 {
+        let (got, item) = display.get(Selector::NextUnseen).unwrap();
+        assert_eq!(got, ts);
+        assert_eq!(item.as_str().unwrap(), ts.to_string());
+    }
+}

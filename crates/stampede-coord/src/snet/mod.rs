@@ -17,6 +17,7 @@ mod parse;
 mod print;
 mod record;
 mod run;
+mod stream;
 mod types;
 
 use std::sync::Arc;
