@@ -10,10 +10,18 @@ coordination benchmark's results (bench-results/coord.json; its records are kept
   versions, by tile size), and tuned against untuned at the best tile.
 * ``cholesky_gflops_rust``: with ``--rust-cholesky``, the Rust example of the same graph (faer
   kernels) against faer's own parallel Cholesky, at the same n and tile.
+* ``snet_cholesky_gflops``: the S-Net networks of the same factorization (``--mode snet1``,
+  direct with a barrier per phase; ``snet2``, data-driven), each at its own best tile of the
+  sweep, against CnC tuned at its best tile in the same run (target for S-Net (2) at
+  n = 4096: at least 0.9x CnC), with dpotrf's rate alongside; one record per network.
+* ``snet_cholesky_speedup_by_workers``: at n = 4096, the speedup over the serial tiled code
+  of CnC untuned and tuned and of both S-Net networks with 1 and with every worker, each at
+  its best tile (the S-Net paper's Fig. 12 on this machine).
 * ``tile_dgemm_two_thread_speedup``: what two threads calling a tile GEMM get done over one,
   through the function pointers the Cholesky's kernels use against scipy.linalg.blas.dgemm
   (whose wrapper holds the GIL).
-* The face-detection pipeline's records, when ``apps/face_detect.py`` is there.
+* The face-detection pipeline's records, when ``apps/face_detect.py`` is there; its S-Net
+  rows carry metric names of their own (``snet_face_detect_images_per_s``, ...).
 
 Every factorization is checked (‖LLᵀ − A‖/‖A‖). Figures are medians; the repeats are kept in
 each record, with threadpoolctl's report of the BLAS libraries and their kernel, and how
@@ -53,7 +61,10 @@ from stampede import cnc  # noqa: E402
 Record = dict[str, Any]
 Matrix = cholesky.Matrix
 SOURCE = "bench/coord_bench.py"  # marks the records this script wrote
-VERSIONS = ("barrier", "untuned", "tuned")
+VERSIONS = ("barrier", "untuned", "tuned", "snet1", "snet2")
+SNET = {"snet1": "S-Net (1), direct, a barrier per phase (apps/cholesky_direct.snet)",
+        "snet2": "S-Net (2), data-driven (apps/cholesky_flow.snet)"}
+SNET_TARGET = 0.9  # S-Net (2) against CnC tuned at n = 4096
 # Tile sizes swept per order: from per-step overhead dominating to too little parallelism.
 SWEEP = {2048: [64, 128, 256, 512], 4096: [128, 256, 512, 1024]}
 TARGETS = {"dpotrf": (1.0, ">= 1.0x (stretch 1.15x)"), "dgemm": (0.8, ">= 0.8x")}
@@ -210,6 +221,7 @@ def kernel_records(tile: int, repeats: int) -> list[Record]:
 # The sweep and the head-to-head comparison.
 
 Sweep = dict[int, dict[str, list[float]]]
+sweeps: dict[int, Sweep] = {}  # by n, for the table by workers
 
 
 def sweep(a: Matrix, tiles: list[int], repeats: int, ex: cnc.Executor) -> Sweep:
@@ -237,15 +249,24 @@ def print_sweep(n: int, table: Sweep) -> None:
         print(f"{tile:>6}{serial:>10.3f}{cholesky.gflops(n, serial):>9.1f}" + cells)
 
 
-def head_to_head(a: Matrix, tile: int, repeats: int, ex: cnc.Executor) -> dict[str, list[float]]:
-    """GFLOP/s per run of the tuned graph at ``tile`` and of the baselines, alternating."""
+def head_to_head(
+    a: Matrix, tiles: dict[str, int], repeats: int, ex: cnc.Executor
+) -> dict[str, list[float]]:
+    """GFLOP/s per run of the tuned graph and the S-Net networks, each at its tile in
+    ``tiles``, and of the baselines, alternating."""
     rng = np.random.default_rng(2)
     n = a.shape[0]
     x = np.asfortranarray(rng.uniform(-1, 1, (n, n)))
     y = np.asfortranarray(rng.uniform(-1, 1, (n, n)))
     out = np.array(a, order="F")
+
+    def tiled(mode: str) -> Callable[[], float]:
+        return lambda: cholesky.gflops(n, tiled_seconds(a, out, tiles[mode], mode, ex))
+
     contenders: dict[str, Callable[[], float]] = {
-        "tuned": lambda: cholesky.gflops(n, tiled_seconds(a, out, tile, "tuned", ex)),
+        "tuned": tiled("tuned"),
+        "snet1": tiled("snet1"),
+        "snet2": tiled("snet2"),
         "dpotrf": lambda: dpotrf_gflops(a),
         "numpy": lambda: numpy_gflops(a),
         "dgemm": lambda: dgemm_gflops(x, y),
@@ -264,9 +285,11 @@ def cholesky_records(n: int, repeats: int, ex: cnc.Executor, common: Record) -> 
     a = cholesky.random_spd(n)
     table = sweep(a, SWEEP[n], repeats, ex)
     print_sweep(n, table)
-    best = min(table, key=lambda t: statistics.median(table[t]["tuned"]))
-    print(f"best tile for CnC tuned at n = {n}: {best}")
-    runs = head_to_head(a, best, max(repeats, 5), ex)
+    sweeps[n] = table
+    tiles = {m: min(table, key=lambda t: statistics.median(table[t][m])) for m in ("tuned", *SNET)}
+    best = tiles["tuned"]
+    print(f"best tiles at n = {n}: " + ", ".join(f"{m} {t}" for m, t in tiles.items()))
+    runs = head_to_head(a, tiles, max(repeats, 5), ex)
     ours = statistics.median(runs["tuned"])
     shared: Record = {
         "n": n,
@@ -302,6 +325,28 @@ def cholesky_records(n: int, repeats: int, ex: cnc.Executor, common: Record) -> 
                 **shared,
             }
         )
+    for mode, name in SNET.items():
+        snet_rate = statistics.median(runs[mode])
+        bound = SNET_TARGET if n == 4096 and mode == "snet2" else None
+        out.append(
+            {
+                "metric": "snet_cholesky_gflops",
+                "version": mode,
+                "stampede": round(snet_rate, 2),
+                "baseline": round(ours, 2),
+                "baseline_name": f"CnC tuned (tile {best})",
+                "ratio": round(snet_rate / ours, 3),
+                "target": None if bound is None else f">= {bound}x CnC tuned",
+                "met": None if bound is None else snet_rate / ours >= bound,
+                "unit": "GFLOP/s",
+                "dpotrf": round(statistics.median(runs["dpotrf"]), 2),
+                "vs_dpotrf": round(snet_rate / statistics.median(runs["dpotrf"]), 3),
+                "repeats": {"stampede": runs[mode], "baseline": runs["tuned"]},
+                **shared,
+                "tile": tiles[mode],
+                "stampede_name": name,
+            }
+        )
     serial = {t: statistics.median(r["serial"]) for t, r in table.items()}
     tuned, untuned = (statistics.median(table[best][v]) for v in ("tuned", "untuned"))
     out.append(
@@ -325,6 +370,49 @@ def cholesky_records(n: int, repeats: int, ex: cnc.Executor, common: Record) -> 
         }
     )
     return out
+
+
+def by_workers(n: int, table: Sweep, repeats: int, common: Record) -> Record:
+    """The speedup over the serial tiled code with 1 worker and with every one, each version
+    at its best tile of ``table`` (the S-Net paper's Fig. 12)."""
+    start, others = loadavg(), Others()
+    a = cholesky.random_spd(n)
+    out = np.array(a, order="F")
+    modes = ("untuned", "tuned", *SNET)
+    tiles = {m: min(table, key=lambda t: statistics.median(table[t][m])) for m in modes}
+    serial_tile = min(table, key=lambda t: statistics.median(table[t]["serial"]))
+    serial = statistics.median(table[serial_tile]["serial"])
+    counts = sorted({1, os.cpu_count() or 1})
+    speedup: dict[str, dict[str, float]] = {}
+    seconds: dict[str, dict[str, list[float]]] = {}
+    for w in counts:
+        ex = cnc.Executor(workers=w)
+        runs: dict[str, list[float]] = {m: [] for m in modes}
+        for m in modes:
+            tiled_seconds(a, out, tiles[m], m, ex)  # warm-up
+        for _ in range(repeats):
+            for m in modes:
+                runs[m].append(round(tiled_seconds(a, out, tiles[m], m, ex), 4))
+        speedup[str(w)] = {m: round(serial / statistics.median(r), 3) for m, r in runs.items()}
+        seconds[str(w)] = runs
+    print(f"\nn = {n}: speedup over the serial tiled code by workers (as the S-Net paper's Fig. 12)")
+    print(f"{'workers':>8}" + "".join(f"{m:>10}" for m in modes))
+    for w, row in speedup.items():
+        print(f"{w:>8}" + "".join(f"{row[m]:>9.2f}x" for m in modes))
+    return {
+        "metric": "snet_cholesky_speedup_by_workers",
+        "n": n,
+        "tiles": tiles,
+        "serial_tile": serial_tile,
+        "serial_seconds": serial,
+        "speedup": speedup,
+        "seconds": seconds,
+        "unit": "speedup over the serial tiled code",
+        "target": None,
+        "met": None,
+        **load_note(others.share(), start),
+        **common,
+    }
 
 
 def rust_records(binary: Path, n: int, tile: int, repeats: int, python_gflops: float) -> Record:
@@ -394,7 +482,7 @@ def save(path: Path, records: list[Record]) -> None:
 def show(records: list[Record]) -> None:
     print(f"\n{'metric':<22}{'n':>6}{'tile':>6}{'ours':>8}{'base':>8}{'ratio':>7}  baseline")
     for r in records:
-        if "n" in r and r["metric"].startswith("cholesky"):
+        if "tile" in r and r["metric"].startswith(("cholesky", "snet_cholesky_gflops")):
             met = r["met"]
             verdict = "" if met is None else f"  [{r['target']}: {'met' if met else 'missed'}]"
             print(
@@ -434,6 +522,8 @@ def main() -> int:
         if args.rust_cholesky:
             tile, gflops = ours[0]["tile"], ours[0]["stampede"]
             records.append(rust_records(args.rust_cholesky, n, tile, args.repeats, gflops))
+    if 4096 in sweeps:
+        records.append(by_workers(4096, sweeps[4096], args.repeats, common))
     show(records)
     save(args.out, records)  # before face detection, which takes a while
     if not args.no_face_detect:
