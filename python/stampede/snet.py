@@ -26,6 +26,9 @@ Boxes run on a work-stealing executor's workers, holding the GIL while their Pyt
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 from ._stampede import BoxContext, Executor, Net, Network, NetworkRun, TraceEvent
 from .errors import BoxFailed, CheckFailed, NetworkError, RecordRejected
 
@@ -41,3 +44,33 @@ __all__ = [
     "RecordRejected",
     "TraceEvent",
 ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m stampede.snet FILE...``: checks each program and prints its inferred
+    types, or its diagnostics; ``--dot`` prints the (first) network as Graphviz DOT."""
+    p = argparse.ArgumentParser(prog="python -m stampede.snet", description=main.__doc__)
+    p.add_argument("files", nargs="+", help=".snet programs")
+    p.add_argument("--dot", action="store_true", help="print the network as Graphviz DOT")
+    args = p.parse_args(argv)
+    failed = False
+    for path in args.files:
+        try:
+            net = Network.load(path)
+        except CheckFailed as e:
+            print(e, file=sys.stderr)
+            failed = True
+            continue
+        if args.dot:
+            print(net.dot(), end="")
+            return 0
+        print(f"{path}: net {net.name}")
+        print(f"  accepts {' | '.join(net.input_type)}")
+        print(f"  emits   {' | '.join(net.output_type)}")
+        for name, signature in net.boxes:
+            print(f"  box {name} {signature}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

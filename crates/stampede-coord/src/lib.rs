@@ -52,7 +52,11 @@ pub use items::ItemCollection;
 pub use steps::{StepCollection, StepCtx, TagCollection};
 pub use tag::{Tag, TagPart};
 
-// The guide's examples are compiled and run as doc tests.
+// The guides' examples are compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/cnc.md")]
 struct Guide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/snet.md")]
+struct SnetGuide;
