@@ -17,6 +17,9 @@ coordination benchmark's results (bench-results/coord.json; its records are kept
 * ``snet_cholesky_speedup_by_workers``: at n = 4096, the speedup over the serial tiled code
   of CnC untuned and tuned and of both S-Net networks with 1 and with every worker, each at
   its best tile (the S-Net paper's Fig. 12 on this machine).
+* ``snet_policy``: the S-Net runtime's two scheduling policies side by side, furthest-advanced
+  (the default) against most-queued, on the face detector (images per second) and on the
+  data-driven Cholesky at n = 4096 (GFLOP/s); ``ratio`` > 1 means the default is faster.
 * ``tile_dgemm_two_thread_speedup``: what two threads calling a tile GEMM get done over one,
   through the function pointers the Cholesky's kernels use against scipy.linalg.blas.dgemm
   (whose wrapper holds the GIL).
@@ -415,6 +418,74 @@ def by_workers(n: int, table: Sweep, repeats: int, common: Record) -> Record:
     }
 
 
+POLICIES = ("furthest-advanced", "most-queued")
+
+
+def policy_records(repeats: int, common: Record, cholesky_tile: int | None) -> list[Record]:
+    """Both S-Net policies on both applications, alternating within each repeat."""
+    out: list[Record] = []
+    start, others = loadavg(), Others()
+    if (ROOT / "apps" / "face_detect.py").exists():
+        face_detect = importlib.import_module("face_detect")
+        work = face_detect.generate(200, 500)
+        ex = cnc.Executor()
+        rates: dict[str, list[float]] = {p: [] for p in POLICIES}
+        for policy in POLICIES:  # warm-up
+            face_detect.run_snet(work, ex.workers, ex, policy)
+        for _ in range(repeats):
+            for policy in POLICIES:
+                run = face_detect.run_snet(work, ex.workers, ex, policy)
+                rates[policy].append(round(len(work) / run.seconds, 2))
+        out.append(policy_record("face detection, images/s", rates, "images/s", start, others))
+    if cholesky_tile is not None:
+        start, others = loadavg(), Others()
+        n = 4096
+        a = cholesky.random_spd(n)
+        target = np.array(a, order="F")
+        ex = cnc.Executor()
+        gflops: dict[str, list[float]] = {p: [] for p in POLICIES}
+
+        def one(policy: str) -> float:
+            settle()
+            t0 = time.perf_counter()
+            f = cholesky.factor_snet_flow(a, cholesky_tile, ex, target, policy)
+            secs = time.perf_counter() - t0
+            cholesky.verify(a, f)
+            return cholesky.gflops(n, secs)
+
+        for policy in POLICIES:
+            one(policy)
+        for _ in range(repeats):
+            for policy in POLICIES:
+                gflops[policy].append(round(one(policy), 2))
+        out.append(policy_record(f"Cholesky S-Net (2), n = {n}, tile {cholesky_tile}, GFLOP/s",
+                                 gflops, "GFLOP/s", start, others) | {"n": n, "tile": cholesky_tile})
+    for r in out:
+        print(f"snet_policy {r['application']}: furthest-advanced {r['stampede']}, "
+              f"most-queued {r['baseline']} ({r['ratio']}x)")
+    return [r | common for r in out]
+
+
+def policy_record(
+    application: str, runs: dict[str, list[float]], unit: str, start: str, others: Others
+) -> Record:
+    ours, base = (statistics.median(runs[p]) for p in POLICIES)
+    return {
+        "metric": "snet_policy",
+        "application": application,
+        "stampede": ours,
+        "stampede_name": "furthest-advanced (the default)",
+        "baseline": base,
+        "baseline_name": "most-queued",
+        "ratio": round(ours / base, 3),
+        "target": None,
+        "met": None,
+        "unit": unit,
+        "repeats": {"stampede": runs[POLICIES[0]], "baseline": runs[POLICIES[1]]},
+        **load_note(others.share(), start),
+    }
+
+
 def rust_records(binary: Path, n: int, tile: int, repeats: int, python_gflops: float) -> Record:
     """The Rust example of the same graph (faer kernels), tuned, against faer's parallel
     Cholesky of the whole matrix; both the best of ``repeats`` runs, as the example reports."""
@@ -524,6 +595,10 @@ def main() -> int:
             records.append(rust_records(args.rust_cholesky, n, tile, args.repeats, gflops))
     if 4096 in sweeps:
         records.append(by_workers(4096, sweeps[4096], args.repeats, common))
+    snet2_tile = next((r["tile"] for r in records if r["metric"] == "snet_cholesky_gflops"
+                       and r.get("version") == "snet2" and r.get("n") == 4096), None)
+    if not args.no_face_detect or snet2_tile is not None:
+        records += policy_records(args.repeats, {}, snet2_tile)
     show(records)
     save(args.out, records)  # before face detection, which takes a while
     if not args.no_face_detect:
