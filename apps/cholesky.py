@@ -597,7 +597,7 @@ def factor_snet_direct(
         else:
             ctx.emit(1)
 
-    boxes = {"start": start, "factor": factor_k, "fan_trsm": fan_trsm, "trsm": trsm_job,
+    boxes: dict[str, Callable[..., None]] = {"start": start, "factor": factor_k, "fan_trsm": fan_trsm, "trsm": trsm_job,
              "fan_update": fan_update, "update": update_job, "next": next_k, "count": count}
     with one_blas_thread():
         run = net.run(boxes, executor=executor, policy=policy)
@@ -648,7 +648,7 @@ def factor_snet_flow(
         else:
             ctx.emit(1, aji, k + 1, j, i)
 
-    boxes = {"potrf": potrf_box, "trsm": trsm_box, "syrk": syrk_box, "gemm": gemm_box}
+    boxes: dict[str, Callable[..., None]] = {"potrf": potrf_box, "trsm": trsm_box, "syrk": syrk_box, "gemm": gemm_box}
     tiles: dict[TileKey, Matrix] = {}
     with one_blas_thread():
         run = net.run(boxes, executor=executor, policy=policy)

@@ -388,16 +388,16 @@ def by_workers(n: int, table: Sweep, repeats: int, common: Record) -> Record:
     counts = sorted({1, os.cpu_count() or 1})
     speedup: dict[str, dict[str, float]] = {}
     seconds: dict[str, dict[str, list[float]]] = {}
-    for w in counts:
-        ex = cnc.Executor(workers=w)
+    for count in counts:
+        ex = cnc.Executor(workers=count)
         runs: dict[str, list[float]] = {m: [] for m in modes}
         for m in modes:
             tiled_seconds(a, out, tiles[m], m, ex)  # warm-up
         for _ in range(repeats):
             for m in modes:
                 runs[m].append(round(tiled_seconds(a, out, tiles[m], m, ex), 4))
-        speedup[str(w)] = {m: round(serial / statistics.median(r), 3) for m, r in runs.items()}
-        seconds[str(w)] = runs
+        speedup[str(count)] = {m: round(serial / statistics.median(r), 3) for m, r in runs.items()}
+        seconds[str(count)] = runs
     print(f"\nn = {n}: speedup over the serial tiled code by workers (as the S-Net paper's Fig. 12)")
     print(f"{'workers':>8}" + "".join(f"{m:>10}" for m in modes))
     for w, row in speedup.items():

@@ -166,7 +166,12 @@ net total ({<v>} | {<sum>, <left>} -> {<sum>}) {
     run = net.run({"add": add}, executor=cnc.Executor(2))
     values = list(range(1, 51))
     run.send({"<sum>": 0, "<left>": len(values)})
-    sender = threading.Thread(target=lambda: [run.send({"<v>": v}) for v in values])
+
+    def send_all() -> None:
+        for v in values:
+            run.send({"<v>": v})
+
+    sender = threading.Thread(target=send_all)
     sender.start()
     sender.join()
     assert run.finish(timeout=30) == [{"<sum>": sum(values)}]

@@ -60,7 +60,7 @@ const CHAIN: usize = 8;
 
 /// Nanoseconds per record per box through a chain of identity boxes.
 fn snet_chain(workers: usize, records: usize, policy: Policy) -> f64 {
-    let chain = vec!["id"; CHAIN].join(" .. ");
+    let chain = ["id"; CHAIN].join(" .. ");
     let net = Network::parse(
         "chain.snet",
         &format!("net chain {{ box id ((<x>) -> (<x>)); }} connect {chain};"),
@@ -73,7 +73,8 @@ fn snet_chain(workers: usize, records: usize, policy: Policy) -> f64 {
         .expect("every box is bound");
     let start = Instant::now();
     for i in 0..records as i64 {
-        run.send(Record::new().tag("x", i)).expect("the chain accepts {<x>}");
+        run.send(Record::new().tag("x", i))
+            .expect("the chain accepts {<x>}");
     }
     run.wait().expect("identity boxes cannot fail");
     let ns = start.elapsed().as_nanos() as f64 / (records * CHAIN) as f64;

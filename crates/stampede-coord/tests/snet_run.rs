@@ -135,26 +135,40 @@ fn a_box_that_fails_is_reported_with_its_record() {
 fn a_network_is_a_stage_between_two_channels() {
     use stampede_core::{ContainerOptions, Runtime, Selector, INFINITY};
     let rt = Runtime::new();
-    let (frames, sizes) = (rt.channel(ContainerOptions::default()).unwrap(), rt.channel(ContainerOptions::default()).unwrap());
+    let (frames, sizes) = (
+        rt.channel(ContainerOptions::default()).unwrap(),
+        rt.channel(ContainerOptions::default()).unwrap(),
+    );
     let n = net("net measure { box size ((frame, <ts>) -> (len, <ts>)); } connect size;");
     let run = Runner::new(&n, &Executor::new(2))
         .bind("size", |call| {
             let len = call.field("frame")?.as_bytes().map_or(0, |b| b.len());
             let ts = call.tag("ts")?;
-            call.emit(0, vec![Value::Field(stampede_core::Item::new(len.to_string())), Value::Tag(ts)])
+            call.emit(
+                0,
+                vec![
+                    Value::Field(stampede_core::Item::new(len.to_string())),
+                    Value::Tag(ts),
+                ],
+            )
         })
         .start()
         .unwrap();
     let producer = rt.task(0).unwrap();
     let camera = producer.attach_output(&frames).unwrap();
     let stage = rt.task(0).unwrap();
-    let (input, output) = (stage.attach_input(&frames).unwrap(), stage.attach_output(&sizes).unwrap());
+    let (input, output) = (
+        stage.attach_input(&frames).unwrap(),
+        stage.attach_output(&sizes).unwrap(),
+    );
     let consumer = rt.task(INFINITY).unwrap();
     let display = consumer.attach_input(&sizes).unwrap();
     for ts in 0..20i64 {
-        camera.put(ts, bytes::Bytes::from(vec![7u8; ts as usize])).unwrap();
+        camera
+            .put(ts, bytes::Bytes::from(vec![7u8; ts as usize]))
+            .unwrap();
     }
-    frames.close();
+    frames.close().unwrap();
     std::thread::scope(|s| {
         let feeder = s.spawn(|| {
             let sent = run.feed_channel(&input, "frame", "ts").unwrap();
@@ -164,7 +178,7 @@ fn a_network_is_a_stage_between_two_channels() {
         let put = run.drain_into_channel(&output, "len", "ts").unwrap();
         assert_eq!((feeder.join().unwrap(), put), (20, 20));
     });
-    sizes.close();
+    sizes.close().unwrap();
     for ts in 0..20i64 {
         let (got, item) = display.get(Selector::NextUnseen).unwrap();
         assert_eq!(got, ts);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyMapping, PyTuple};
 use stampede_coord::snet::{
     BoxCall, BoxError, Diagnostics, Net, Network, Policy, Record, Run, RunStats, Runner, Value,
 };
@@ -203,7 +203,7 @@ impl PyNetwork {
     fn run(
         &self,
         py: Python<'_>,
-        boxes: &Bound<'_, PyDict>,
+        boxes: &Bound<'_, PyMapping>,
         executor: Option<PyRef<'_, PyExecutor>>,
         policy: &str,
         capacity: usize,
@@ -232,8 +232,8 @@ impl PyNetwork {
         if !ordered {
             runner = runner.unordered_boxes();
         }
-        for (name, f) in boxes.iter() {
-            let name: String = name.extract()?;
+        for pair in boxes.items()?.iter() {
+            let (name, f): (String, Bound<'_, PyAny>) = pair.extract()?;
             if !f.is_callable() {
                 return Err(errors::invalid(
                     py,

@@ -3,7 +3,8 @@
 //! be local or another address space's: the loops below run on the calling (task's) thread.
 
 use stampede_core::{
-    Channel, GetError, InputConnection, OutputConnection, PutError, Queue, Selector, StmError, Timestamp,
+    Channel, GetError, InputConnection, OutputConnection, PutError, Queue, Selector, StmError,
+    Timestamp,
 };
 
 use super::record::Record;
@@ -18,13 +19,20 @@ impl Run {
     /// Sends every item of a channel, in timestamp order, as the record `{field, <ts_tag>}`
     /// (the tag holds the item's timestamp), consuming each once the network has it. Returns
     /// how many were sent once the channel is closed and drained; the run stays open.
-    pub fn feed_channel(&self, input: &InputConnection<Channel>, field: &str, ts_tag: &str) -> Result<usize, SnetError> {
+    pub fn feed_channel(
+        &self,
+        input: &InputConnection<Channel>,
+        field: &str,
+        ts_tag: &str,
+    ) -> Result<usize, SnetError> {
         let mut sent = 0;
         loop {
             match input.get(Selector::NextUnseen) {
                 Ok((ts, item)) => {
                     self.send(Record::new().field(field, item).tag(ts_tag, ts))?;
-                    input.consume(ts).map_err(|e: StmError| stm("consuming from the channel", e))?;
+                    input
+                        .consume(ts)
+                        .map_err(|e: StmError| stm("consuming from the channel", e))?;
                     sent += 1;
                 }
                 Err(GetError::Closed) => return Ok(sent),
@@ -35,13 +43,20 @@ impl Run {
 
     /// As [`Run::feed_channel`], from a queue: each item goes to the network once, whichever
     /// other consumers the queue has.
-    pub fn feed_queue(&self, input: &InputConnection<Queue>, field: &str, ts_tag: &str) -> Result<usize, SnetError> {
+    pub fn feed_queue(
+        &self,
+        input: &InputConnection<Queue>,
+        field: &str,
+        ts_tag: &str,
+    ) -> Result<usize, SnetError> {
         let mut sent = 0;
         loop {
             match input.get() {
                 Ok(q) => {
                     self.send(Record::new().field(field, q.item).tag(ts_tag, q.ts))?;
-                    input.consume(q.ticket).map_err(|e| stm("consuming from the queue", e))?;
+                    input
+                        .consume(q.ticket)
+                        .map_err(|e| stm("consuming from the queue", e))?;
                     sent += 1;
                 }
                 Err(GetError::Closed) => return Ok(sent),
@@ -53,12 +68,22 @@ impl Run {
     /// Puts every record the network emits into a channel at the timestamp its tag `ts_tag`
     /// holds, the field `field` as the item, until the run is closed and quiet. A record
     /// without them is an error that names it (the records before it were put).
-    pub fn drain_into_channel(&self, output: &OutputConnection<Channel>, field: &str, ts_tag: &str) -> Result<usize, SnetError> {
+    pub fn drain_into_channel(
+        &self,
+        output: &OutputConnection<Channel>,
+        field: &str,
+        ts_tag: &str,
+    ) -> Result<usize, SnetError> {
         self.drain(field, ts_tag, |ts, item| output.put(ts, item).map(drop))
     }
 
     /// As [`Run::drain_into_channel`], into a queue.
-    pub fn drain_into_queue(&self, output: &OutputConnection<Queue>, field: &str, ts_tag: &str) -> Result<usize, SnetError> {
+    pub fn drain_into_queue(
+        &self,
+        output: &OutputConnection<Queue>,
+        field: &str,
+        ts_tag: &str,
+    ) -> Result<usize, SnetError> {
         self.drain(field, ts_tag, |ts, item| output.put(ts, item).map(drop))
     }
 
