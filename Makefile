@@ -96,16 +96,17 @@ cholesky: python
 	$(PY) apps/cholesky.py
 
 # The applications' S-Net networks checked and drawn (Graphviz, Debian's package), with the
-# inferred record types on the edges (docs/snet.md).
+# inferred record types on the edges: the pictures of docs/snet.md (a test checks that the
+# committed DOT is the networks' own).
 .PHONY: snet-pictures
 snet-pictures: python
 	@command -v dot >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; }
-	@mkdir -p demo-output
 	@for f in apps/*.snet; do \
 		n=$$(basename $$f .snet); \
 		$(PY) -m stampede.snet $$f && \
-		$(PY) -m stampede.snet --dot $$f | dot -Tsvg -o demo-output/$$n.svg && \
-		echo "  drawn: demo-output/$$n.svg"; \
+		$(PY) -m stampede.snet --dot $$f > docs/snet/$$n.dot && \
+		dot -Tsvg docs/snet/$$n.dot -o docs/snet/$$n.svg && \
+		echo "  drawn: docs/snet/$$n.svg"; \
 	done
 
 # Face detection as a cascade of classifiers: sequential, static split, shared queue and CnC,

@@ -192,7 +192,8 @@ def test_box_runs_are_traced_on_the_executor_timeline() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(APPS.glob("*.snet")), ids=lambda p: p.name)
-def test_the_applications_networks_check(path: Path) -> None:
+def test_the_applications_networks_check_and_their_pictures_are_current(path: Path) -> None:
     net = snet.Network.load(path)
     assert net.input_type and net.output_type
-    assert "->" in net.dot()
+    picture = APPS.parent / "docs" / "snet" / f"{path.stem}.dot"
+    assert picture.read_text() == net.dot(), f"run `make snet-pictures` to redraw {picture}"
