@@ -75,6 +75,25 @@ pub(crate) struct BoxQueue {
     pub records: VecDeque<Rec>,
     /// Jobs scheduled for this box and not finished.
     pub scheduled: usize,
+    /// Of those, the jobs running a call now (furthest-advanced only).
+    pub running: usize,
+}
+
+impl BoxQueue {
+    /// Queues a record; at an ordered box it takes its ticket here, under the queue's lock,
+    /// so that tickets follow queue order. (Taken when a call started, two calls popping
+    /// records 1 and 2 could take their tickets as 2, 1 and emit out of order.)
+    fn push(&mut self, b: &BoxInst, mut r: Rec) {
+        if let Some(g) = &b.gate {
+            g.enter(&mut r);
+        }
+        self.records.push_back(r);
+    }
+
+    /// Jobs scheduled but not yet running a call: each will take a queued record.
+    fn idle(&self) -> usize {
+        self.scheduled - self.running
+    }
 }
 
 pub(crate) struct StarInst {
@@ -122,7 +141,8 @@ impl RunShared {
         let plain = match kind {
             NodeKind::Box(id) => {
                 let conc = self.config.box_concurrency.max(1);
-                let gate = (conc > 1 && self.config.ordered_boxes).then(|| self.gate(cont.clone()));
+                let gate =
+                    (conc > 1 && self.config.ordered_boxes).then(|| self.gate(cont.clone(), true));
                 let b = Arc::new(BoxInst {
                     id,
                     func: self.funcs[id].clone(),
@@ -158,7 +178,7 @@ impl RunShared {
         };
         // Ordered combinators wrap their instance in a gate on the way out.
         let (gate, inner_cont) = if plain {
-            let g = self.gate(cont.clone());
+            let g = self.gate(cont.clone(), false);
             (Some(g.clone()), Arc::new(Cont::Gate(g, cont)))
         } else {
             (None, cont)
@@ -206,22 +226,22 @@ impl RunShared {
         }
     }
 
-    /// A gate whose records leave to `cont`. Records a dropped ticket releases are routed by
+    /// A gate whose records leave to `cont` (`counted`: a box's own gate, whose tickets
+    /// carry the box calls' pending counts). Records a dropped ticket releases are drained by
     /// a job, counted as pending until it has run.
-    fn gate(self: &Arc<Self>, cont: Arc<Cont>) -> Arc<DetGate> {
+    fn gate(self: &Arc<Self>, cont: Arc<Cont>, counted: bool) -> Arc<DetGate> {
         let run = Arc::downgrade(self);
-        DetGate::new(Box::new(move |recs: Vec<Rec>| {
+        let release = move |gate: &Arc<DetGate>| {
             let Some(run) = run.upgrade() else { return };
             run.counters.pending_add(1);
-            let cont = cont.clone();
+            let (gate, cont) = (gate.clone(), cont.clone());
             let me = run.clone();
             run.executor.spawn(Priority::Normal, move || {
-                for r in recs {
-                    me.route(Target::Cont(cont.clone()), r);
-                }
+                me.route(Target::Drain(gate, cont, false), r_none());
                 me.counters.pending_sub(1, &me);
             });
-        }))
+        };
+        DetGate::new(Box::new(release), counted)
     }
 
     /// Moves a record from `target` until every record it becomes is in a box's queue, held
@@ -292,12 +312,25 @@ impl RunShared {
                     }
                 }
                 Cont::Gate(gate, next) => {
-                    let out = gate.exit(r);
-                    for r in out.into_iter().rev() {
-                        stack.push((Target::Cont(next.clone()), r));
+                    if gate.exit(r) {
+                        stack.push((Target::Drain(gate.clone(), next.clone(), false), r_none()));
                     }
                 }
             },
+            // Routing released records one ticket at a time, each record to where it lands
+            // before the next: the rest of the stack waits below this entry.
+            Target::Drain(gate, next, settle) => {
+                if settle && gate.counted {
+                    // The previous ticket's records are all on: its box call is done.
+                    self.counters.pending_sub(1, self);
+                }
+                if let Some(recs) = gate.take() {
+                    stack.push((Target::Drain(gate, next.clone(), true), r_none()));
+                    for r in recs.into_iter().rev() {
+                        stack.push((Target::Cont(next.clone()), r));
+                    }
+                }
+            }
         }
     }
 
@@ -521,9 +554,12 @@ impl RunShared {
             Policy::FurthestAdvanced => {
                 let spawn = {
                     let mut q = lock(&b.queue);
-                    q.records.push_back(r);
+                    q.push(b, r);
+                    // Jobs running a call do not take this record: counting them (as
+                    // `scheduled < records`) left a record waiting for a running call while
+                    // the box had a free call slot.
                     let claim =
-                        q.scheduled < self.config.box_concurrency && q.scheduled < q.records.len();
+                        q.scheduled < self.config.box_concurrency && q.idle() < q.records.len();
                     if claim {
                         q.scheduled += 1;
                     }
@@ -536,7 +572,7 @@ impl RunShared {
                 }
             }
             Policy::MostQueued => {
-                lock(&b.queue).records.push_back(r);
+                lock(&b.queue).push(b, r);
                 self.wake_most_queued();
             }
         }
@@ -551,7 +587,8 @@ impl RunShared {
                 q.scheduled -= 1;
                 return;
             };
-            let extra = !q.records.is_empty() && q.scheduled < self.config.box_concurrency;
+            q.running += 1;
+            let extra = q.scheduled < self.config.box_concurrency && q.idle() < q.records.len();
             if extra {
                 q.scheduled += 1;
             }
@@ -566,6 +603,7 @@ impl RunShared {
         self.call_box(&b, rec);
         let more = {
             let mut q = lock(&b.queue);
+            q.running -= 1;
             if q.records.is_empty() {
                 q.scheduled -= 1;
             }
@@ -631,15 +669,28 @@ impl RunShared {
             }
             None => {
                 self.most_queued_jobs.fetch_sub(1, Ordering::AcqRel);
+                // A record queued while this job was looking may have found every job
+                // claimed and started none: look again now that this one is gone, or it
+                // waits for good in a quiet network. (The box's lock orders the two: the
+                // queuing's count comes after this decrement, or this look sees the record.)
+                if self.runnable() {
+                    self.wake_most_queued();
+                }
             }
         }
     }
 
+    /// Whether some box has a queued record and a free call slot.
+    fn runnable(&self) -> bool {
+        let limit = self.config.box_concurrency;
+        lock(&self.boxes).iter().filter_map(Weak::upgrade).any(|b| {
+            let q = lock(&b.queue);
+            !q.records.is_empty() && q.scheduled < limit
+        })
+    }
+
     /// Runs the box on one record, then routes what it emitted.
-    fn call_box(self: &Arc<Self>, b: &Arc<BoxInst>, mut rec: Rec) {
-        if let Some(g) = &b.gate {
-            g.enter(&mut rec);
-        }
+    fn call_box(self: &Arc<Self>, b: &Arc<BoxInst>, rec: Rec) {
         let info = &self.net.boxes[b.id];
         let inputs: Vec<Value> = info
             .input_order
@@ -655,6 +706,7 @@ impl RunShared {
             labels: &self.net.labels,
             inputs,
             emitted: Vec::new(),
+            broken: None,
         };
         let start = self.executor.tracing().then(Instant::now);
         let outcome = catch_unwind(AssertUnwindSafe(|| (b.func)(&mut call)));
@@ -664,7 +716,9 @@ impl RunShared {
         }
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         let failure = match outcome {
-            Ok(Ok(())) => None,
+            // An emit that broke the signature fails the call even if the function went on
+            // (ignoring the emit's error) and returned Ok: the record would vanish unreported.
+            Ok(Ok(())) => call.broken.take(),
             Ok(Err(e)) => Some(e.0),
             Err(panic) => Some(panic_message(&panic)),
         };
@@ -696,7 +750,13 @@ impl RunShared {
         for out in outs {
             self.route(Target::Cont(next.clone()), out);
         }
-        self.counters.pending_sub(1, self);
+        // At an ordered box the call's count goes with its ticket, settled once its outputs
+        // have left the gate (see `Target::Drain`), so outputs waiting there for an earlier
+        // call still count toward the capacity: uncounted, a slow call let the environment
+        // pile up any number of later calls' outputs behind it.
+        if b.gate.is_none() {
+            self.counters.pending_sub(1, self);
+        }
     }
 
     /// A record where the checker said none of its type could be: only records a box emitted
@@ -734,6 +794,14 @@ impl RunShared {
 pub(crate) enum Target {
     Inst(Arc<Inst>),
     Cont(Arc<Cont>),
+    /// Not a record's destination: this thread drains the gate's released records to the
+    /// continuation (the record with it is empty). `true` once a ticket has been routed.
+    Drain(Arc<DetGate>, Arc<Cont>, bool),
+}
+
+/// The empty record that goes with a [`Target::Drain`].
+fn r_none() -> Rec {
+    Rec::default()
 }
 
 fn trace_tag(r: &Rec, labels: &super::types::LabelTable) -> String {
