@@ -54,6 +54,9 @@ pub struct BoxCall<'a> {
     pub(crate) labels: &'a LabelTable,
     pub(crate) inputs: Vec<Value>,
     pub(crate) emitted: Vec<(usize, Vec<Value>)>,
+    /// The first emit that broke the signature: the call fails even if the function
+    /// ignored the error.
+    pub(crate) broken: Option<String>,
 }
 
 impl BoxCall<'_> {
@@ -112,8 +115,20 @@ impl BoxCall<'_> {
     }
 
     /// Emits a record of output type `variant` (0 for the first type after `->`), its values
-    /// in that type's signature order. Checked here: a wrong count or kind is an error.
+    /// in that type's signature order. Checked here: a wrong count or kind is an error, and
+    /// fails the call (with nothing emitted) even if the function goes on.
     pub fn emit(&mut self, variant: usize, values: Vec<Value>) -> Result<(), BoxError> {
+        let checked = self.check(variant, &values);
+        match checked {
+            Ok(()) => self.emitted.push((variant, values)),
+            Err(ref e) => {
+                self.broken.get_or_insert_with(|| e.0.clone());
+            }
+        }
+        checked
+    }
+
+    fn check(&self, variant: usize, values: &[Value]) -> Result<(), BoxError> {
         let Some(order) = self.info.results.get(variant) else {
             return Err(BoxError(format!(
                 "box {} has {} output type(s); it emitted type {variant}",
@@ -129,7 +144,7 @@ impl BoxCall<'_> {
                 values.len()
             )));
         }
-        for (id, v) in order.iter().zip(&values) {
+        for (id, v) in order.iter().zip(values) {
             let ok = match v {
                 Value::Field(_) => self.labels.kind(*id) == LabelKind::Field,
                 Value::Tag(_) => self.labels.kind(*id) != LabelKind::Field,
@@ -147,7 +162,6 @@ impl BoxCall<'_> {
                 )));
             }
         }
-        self.emitted.push((variant, values));
         Ok(())
     }
 

@@ -6,16 +6,21 @@
 //! holds a clone of the ticket. Records leaving the region wait at its gate until every
 //! earlier ticket is done, that is, until no record holding it is left inside; then they leave
 //! in ticket order, each ticket's records in the order they arrived.
+//!
+//! Released records are routed on by one thread at a time per gate (the drainer), each to
+//! where it lands before the next: two threads each routing what they released could
+//! otherwise overtake each other, and a later ticket's records reach the next box or the
+//! output before an earlier one's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::record::Rec;
 
-/// What a gate does with records a dropped ticket released (a drop cannot route them
-/// itself, so the run hands them to a job).
-pub(crate) type Release = Box<dyn Fn(Vec<Rec>) + Send + Sync>;
+/// What a gate does when a dropped ticket released records and nobody is draining the gate:
+/// a drop cannot route them itself, so the run hands the draining to a job.
+pub(crate) type Release = Box<dyn Fn(&Arc<DetGate>) + Send + Sync>;
 
 /// The exit of one ordered region.
 pub(crate) struct DetGate {
@@ -30,6 +35,10 @@ struct GateState {
     head: u64,
     /// Per ticket: whether it is done, and its records waiting to leave.
     waiting: BTreeMap<u64, (bool, Vec<Rec>)>,
+    /// Released tickets' records, in ticket order, not yet routed on.
+    ready: VecDeque<Vec<Rec>>,
+    /// Whether a thread (or a job on its way) is routing `ready`.
+    draining: bool,
 }
 
 struct Ticket {
@@ -52,11 +61,8 @@ impl Clone for DetRef {
 impl Drop for DetRef {
     fn drop(&mut self) {
         let Some(t) = self.0.take() else { return };
-        if t.live.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let released = t.gate.done(t.seq);
-            if !released.is_empty() {
-                (t.gate.release)(released);
-            }
+        if t.live.fetch_sub(1, Ordering::AcqRel) == 1 && t.gate.done(t.seq) {
+            (t.gate.release)(&t.gate);
         }
     }
 }
@@ -89,8 +95,10 @@ impl DetGate {
         }))));
     }
 
-    /// `rec` leaves the region: it waits for earlier tickets. Returns what may leave now.
-    pub fn exit(&self, mut rec: Rec) -> Vec<Rec> {
+    /// `rec` leaves the region: it waits for earlier tickets. True when the caller must now
+    /// drain the gate ([`DetGate::take`] until `None`).
+    #[must_use]
+    pub fn exit(&self, mut rec: Rec) -> bool {
         let mut held = rec
             .det
             .pop()
@@ -100,39 +108,62 @@ impl DetGate {
             std::ptr::eq(&*ticket.gate, self),
             "tickets leave through their own gate"
         );
-        {
-            let mut st = self.lock();
-            if let Some(entry) = st.waiting.get_mut(&ticket.seq) {
-                entry.1.push(rec);
-            }
+        let mut st = self.lock();
+        if let Some(entry) = st.waiting.get_mut(&ticket.seq) {
+            entry.1.push(rec);
         }
-        // Giving the ticket back may finish it; what that releases returns to the caller,
-        // which routes it.
+        // Giving the ticket back may finish it.
         if ticket.live.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.done(ticket.seq)
-        } else {
-            Vec::new()
+            self.finish(&mut st, ticket.seq);
         }
+        Self::claim(&mut st)
     }
 
-    /// Marks a ticket done and releases every record that may now leave, in order.
-    fn done(&self, seq: u64) -> Vec<Rec> {
+    /// The next released ticket's records, to route on in order; `None` once there are none,
+    /// which ends the caller's turn as drainer.
+    pub fn take(&self) -> Option<Vec<Rec>> {
         let mut st = self.lock();
+        debug_assert!(st.draining, "only the drainer takes");
+        let next = st.ready.pop_front();
+        if next.is_none() {
+            st.draining = false;
+        }
+        next
+    }
+
+    /// Marks a ticket done; true when the caller must have the gate drained.
+    fn done(&self, seq: u64) -> bool {
+        let mut st = self.lock();
+        self.finish(&mut st, seq);
+        Self::claim(&mut st)
+    }
+
+    /// Marks a ticket done and releases every ticket that may now leave, in order.
+    fn finish(&self, st: &mut GateState, seq: u64) {
         if let Some(entry) = st.waiting.get_mut(&seq) {
             entry.0 = true;
         }
-        let mut out = Vec::new();
         loop {
             let head = st.head;
             match st.waiting.get(&head) {
                 Some((true, _)) => {
                     let (_, recs) = st.waiting.remove(&head).expect("present");
-                    out.extend(recs);
+                    if !recs.is_empty() {
+                        st.ready.push_back(recs);
+                    }
                     st.head += 1;
                 }
                 _ => break,
             }
         }
-        out
+    }
+
+    /// Makes the caller the drainer if there is something to route and nobody routing it.
+    fn claim(st: &mut GateState) -> bool {
+        if st.draining || st.ready.is_empty() {
+            return false;
+        }
+        st.draining = true;
+        true
     }
 }

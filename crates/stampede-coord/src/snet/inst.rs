@@ -76,8 +76,17 @@ pub(crate) struct BoxQueue {
     pub records: VecDeque<Rec>,
     /// Jobs scheduled for this box and not finished.
     pub scheduled: usize,
+    /// Of those, the jobs running a call now (furthest-advanced only).
+    pub running: usize,
     /// Records taken from the queue so far: the next one's sequence number.
     pub taken: u64,
+}
+
+impl BoxQueue {
+    /// Jobs scheduled but not yet running a call: each will take a queued record.
+    fn idle(&self) -> usize {
+        self.scheduled - self.running
+    }
 }
 
 #[derive(Default)]
@@ -217,22 +226,21 @@ impl RunShared {
         }
     }
 
-    /// A gate whose records leave to `cont`. Records a dropped ticket releases are routed by
+    /// A gate whose records leave to `cont`. Records a dropped ticket releases are drained by
     /// a job, counted as pending until it has run.
     fn gate(self: &Arc<Self>, cont: Arc<Cont>) -> Arc<DetGate> {
         let run = Arc::downgrade(self);
-        DetGate::new(Box::new(move |recs: Vec<Rec>| {
+        let release = move |gate: &Arc<DetGate>| {
             let Some(run) = run.upgrade() else { return };
             run.counters.pending_add(1);
-            let cont = cont.clone();
+            let (gate, cont) = (gate.clone(), cont.clone());
             let me = run.clone();
             run.executor.spawn(Priority::Normal, move || {
-                for r in recs {
-                    me.route(Target::Cont(cont.clone()), r);
-                }
+                me.route(Target::Drain(gate, cont), r_none());
                 me.counters.pending_sub(1, &me);
             });
-        }))
+        };
+        DetGate::new(Box::new(release))
     }
 
     /// Moves a record from `target` until every record it becomes is in a box's queue, held
@@ -303,12 +311,21 @@ impl RunShared {
                     }
                 }
                 Cont::Gate(gate, next) => {
-                    let out = gate.exit(r);
-                    for r in out.into_iter().rev() {
-                        stack.push((Target::Cont(next.clone()), r));
+                    if gate.exit(r) {
+                        stack.push((Target::Drain(gate.clone(), next.clone()), r_none()));
                     }
                 }
             },
+            // Routing released records one ticket at a time, each record to where it lands
+            // before the next: the rest of the stack waits below this entry.
+            Target::Drain(gate, next) => {
+                if let Some(recs) = gate.take() {
+                    stack.push((Target::Drain(gate, next.clone()), r_none()));
+                    for r in recs.into_iter().rev() {
+                        stack.push((Target::Cont(next.clone()), r));
+                    }
+                }
+            }
         }
     }
 
@@ -521,8 +538,11 @@ impl RunShared {
                 let spawn = {
                     let mut q = lock(&b.queue);
                     q.records.push_back(r);
+                    // Jobs running a call do not take this record: counting them (as
+                    // `scheduled < records`) left a record waiting for a running call while
+                    // the box had a free call slot.
                     let claim =
-                        q.scheduled < self.config.box_concurrency && q.scheduled < q.records.len();
+                        q.scheduled < self.config.box_concurrency && q.idle() < q.records.len();
                     if claim {
                         q.scheduled += 1;
                     }
@@ -552,7 +572,8 @@ impl RunShared {
             };
             let seq = q.taken;
             q.taken += 1;
-            let extra = !q.records.is_empty() && q.scheduled < self.config.box_concurrency;
+            q.running += 1;
+            let extra = q.scheduled < self.config.box_concurrency && q.idle() < q.records.len();
             if extra {
                 q.scheduled += 1;
             }
@@ -567,6 +588,7 @@ impl RunShared {
         self.call_box(&b, rec, seq);
         let more = {
             let mut q = lock(&b.queue);
+            q.running -= 1;
             if q.records.is_empty() {
                 q.scheduled -= 1;
             }
@@ -634,8 +656,24 @@ impl RunShared {
             }
             None => {
                 self.most_queued_jobs.fetch_sub(1, Ordering::AcqRel);
+                // A record queued while this job was looking may have found every job
+                // claimed and started none: look again now that this one is gone, or it
+                // waits for good in a quiet network. (The box's lock orders the two: the
+                // queuing's count comes after this decrement, or this look sees the record.)
+                if self.runnable() {
+                    self.wake_most_queued();
+                }
             }
         }
+    }
+
+    /// Whether some box has a queued record and a free call slot.
+    fn runnable(&self) -> bool {
+        let limit = self.config.box_concurrency;
+        lock(&self.boxes).iter().filter_map(Weak::upgrade).any(|b| {
+            let q = lock(&b.queue);
+            !q.records.is_empty() && q.scheduled < limit
+        })
     }
 
     /// Runs the box on record number `seq` of its queue, then routes what it emitted.
@@ -655,6 +693,7 @@ impl RunShared {
             labels: &self.net.labels,
             inputs,
             emitted: Vec::new(),
+            broken: None,
         };
         let start = self.executor.tracing().then(Instant::now);
         let outcome = catch_unwind(AssertUnwindSafe(|| (b.func)(&mut call)));
@@ -664,7 +703,9 @@ impl RunShared {
         }
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
         let failure = match outcome {
-            Ok(Ok(())) => None,
+            // An emit that broke the signature fails the call even if the function went on
+            // (ignoring the emit's error) and returned Ok: the record would vanish unreported.
+            Ok(Ok(())) => call.broken.take(),
             Ok(Err(e)) => Some(e.0),
             Err(panic) => Some(panic_message(&panic)),
         };
@@ -694,31 +735,37 @@ impl RunShared {
                 for out in outs {
                     self.route(Target::Cont(b.cont.clone()), out);
                 }
+                self.counters.pending_sub(1, self);
             }
             // Outputs leave in the order the records were taken: a call that finishes early
             // leaves its outputs for the call before it to send on. Routing happens under
-            // the lock so that two calls' outputs cannot interleave downstream.
+            // the lock so that two calls' outputs cannot interleave downstream. A parked
+            // call keeps its count until its outputs are sent, so that outputs waiting for a
+            // slow earlier call count toward the capacity (uncounted, the environment could
+            // pile up any number of later calls' outputs behind it).
             Some(order) => {
                 let mut o = lock(order);
                 if o.next != seq {
                     o.waiting.insert(seq, outs);
-                } else {
-                    let mut outs = outs;
-                    loop {
-                        for out in outs {
-                            self.route(Target::Cont(b.cont.clone()), out);
-                        }
-                        o.next += 1;
-                        let next = o.next;
-                        match o.waiting.remove(&next) {
-                            Some(more) => outs = more,
-                            None => break,
-                        }
+                    return;
+                }
+                let mut outs = outs;
+                loop {
+                    for out in outs {
+                        self.route(Target::Cont(b.cont.clone()), out);
+                    }
+                    // Settled call by call, so that what they held and what they sent on
+                    // are never both counted.
+                    self.counters.pending_sub(1, self);
+                    o.next += 1;
+                    let next = o.next;
+                    match o.waiting.remove(&next) {
+                        Some(more) => outs = more,
+                        None => break,
                     }
                 }
             }
         }
-        self.counters.pending_sub(1, self);
     }
 
     /// A record where the checker said none of its type could be: only records a box emitted
@@ -759,6 +806,14 @@ type Stack = smallvec::SmallVec<[(Target, Rec); 2]>;
 pub(crate) enum Target {
     Inst(Arc<Inst>),
     Cont(Arc<Cont>),
+    /// Not a record's destination: this thread drains the gate's released records to the
+    /// continuation (the record with it is empty). `true` once a ticket has been routed.
+    Drain(Arc<DetGate>, Arc<Cont>),
+}
+
+/// The empty record that goes with a [`Target::Drain`].
+fn r_none() -> Rec {
+    Rec::default()
 }
 
 fn trace_tag(r: &Rec, labels: &super::types::LabelTable) -> String {

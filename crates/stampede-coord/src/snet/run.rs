@@ -51,7 +51,9 @@ pub struct RunStats {
     pub synchronised: usize,
     /// Records stored in synchrocells that have not fired (still waiting for partners).
     pub held_in_synchrocells: usize,
-    /// Records queued at boxes or being processed now, and the most at any time.
+    /// Records queued at boxes or being processed now (a box call's outputs waiting at the
+    /// box's ordering gate for an earlier call count as that call's record), and the most at
+    /// any time.
     pub queued: usize,
     pub max_queued: usize,
     /// Records the run refused or could not route (each also an error).
@@ -76,20 +78,25 @@ pub(crate) struct Counters {
     receivers: AtomicUsize,
 }
 
+// `pending` and the waiter counts are written by one side and read by the other (a sender announces
+// itself, then reads `pending`; a worker lowers `pending`, then reads `waiters`): both must be
+// sequentially consistent, or each may read the other's old value, and a sender waiting
+// without a timeout misses its wake-up for good.
 impl Counters {
     pub fn pending_add(&self, n: usize) {
-        let now = self.pending.fetch_add(n, Ordering::AcqRel) + n;
+        let now = self.pending.fetch_add(n, Ordering::SeqCst) + n;
         self.max_pending.fetch_max(now, Ordering::Relaxed);
     }
 
     /// Counts records done; wakes the environment when the network has drained to half its
     /// capacity (not at every record, which would wake it once per record) or is quiet.
     pub fn pending_sub(&self, n: usize, run: &RunShared) {
-        let now = self.pending.fetch_sub(n, Ordering::AcqRel) - n;
-        let room = now == run.config.capacity / 2 && self.senders.load(Ordering::Acquire) > 0;
+        let before = self.pending.fetch_sub(n, Ordering::SeqCst);
+        let (now, half) = (before - n, run.config.capacity / 2);
+        let room = before > half && now <= half && self.senders.load(Ordering::SeqCst) > 0;
         let quiet = now == 0
-            && (self.senders.load(Ordering::Acquire) > 0
-                || self.receivers.load(Ordering::Acquire) > 0);
+            && (self.senders.load(Ordering::SeqCst) > 0
+                || self.receivers.load(Ordering::SeqCst) > 0);
         if room || quiet {
             let _guard = lock(&run.state);
             run.changed.notify_all();
@@ -208,7 +215,8 @@ impl Runner {
     }
 
     /// The most records queued at boxes at once (at least 1): the environment's `send` waits
-    /// while the network holds this many. Default 1024.
+    /// while the network holds this many (see [`RunStats::queued`]; records held by
+    /// synchrocells and by the gates of `||`, `**` and `!!` do not count). Default 1024.
     pub fn capacity(mut self, records: usize) -> Self {
         self.config.capacity = records.max(1);
         self
@@ -291,10 +299,10 @@ impl Run {
                 });
             }
         };
-        if s.counters.pending.load(Ordering::Acquire) >= s.config.capacity {
-            s.counters.senders.fetch_add(1, Ordering::AcqRel);
+        if s.counters.pending.load(Ordering::SeqCst) >= s.config.capacity {
+            s.counters.senders.fetch_add(1, Ordering::SeqCst);
             let mut st = lock(&s.state);
-            while s.counters.pending.load(Ordering::Acquire) >= s.config.capacity {
+            while s.counters.pending.load(Ordering::SeqCst) >= s.config.capacity {
                 st = s.changed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
             drop(st);
