@@ -16,41 +16,55 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::record::Rec;
+/// A record that carries tickets: its stack of them, innermost region last.
+pub(crate) trait Ticketed: Sized {
+    fn tickets(&mut self) -> &mut Vec<DetRef<Self>>;
+}
 
 /// What a gate does when a dropped ticket released records and nobody is draining the gate:
 /// a drop cannot route them itself, so the run hands the draining to a job.
-pub(crate) type Release = Box<dyn Fn(&Arc<DetGate>) + Send + Sync>;
+pub(crate) type Release<R> = Box<dyn Fn(&Arc<DetGate<R>>) + Send + Sync>;
 
-/// The exit of one ordered region.
-pub(crate) struct DetGate {
-    state: Mutex<GateState>,
-    release: Release,
+/// The exit of one ordered region, for records of type `R`.
+pub(crate) struct DetGate<R> {
+    state: Mutex<GateState<R>>,
+    release: Release<R>,
 }
 
-#[derive(Default)]
-struct GateState {
+struct GateState<R> {
     next: u64,
     /// The oldest ticket not yet released.
     head: u64,
     /// Per ticket: whether it is done, and its records waiting to leave.
-    waiting: BTreeMap<u64, (bool, Vec<Rec>)>,
+    waiting: BTreeMap<u64, (bool, Vec<R>)>,
     /// Released tickets' records, in ticket order, not yet routed on.
-    ready: VecDeque<Vec<Rec>>,
+    ready: VecDeque<Vec<R>>,
     /// Whether a thread (or a job on its way) is routing `ready`.
     draining: bool,
 }
 
-struct Ticket {
-    gate: Arc<DetGate>,
+impl<R> Default for GateState<R> {
+    fn default() -> Self {
+        GateState {
+            next: 0,
+            head: 0,
+            waiting: BTreeMap::new(),
+            ready: VecDeque::new(),
+            draining: false,
+        }
+    }
+}
+
+struct Ticket<R> {
+    gate: Arc<DetGate<R>>,
     seq: u64,
     live: AtomicUsize,
 }
 
 /// One record's hold on a ticket (`None` only once given back at the gate).
-pub(crate) struct DetRef(Option<Arc<Ticket>>);
+pub(crate) struct DetRef<R>(Option<Arc<Ticket<R>>>);
 
-impl Clone for DetRef {
+impl<R> Clone for DetRef<R> {
     fn clone(&self) -> Self {
         let t = self.0.as_ref().expect("a held ticket");
         t.live.fetch_add(1, Ordering::Relaxed);
@@ -58,7 +72,7 @@ impl Clone for DetRef {
     }
 }
 
-impl Drop for DetRef {
+impl<R> Drop for DetRef<R> {
     fn drop(&mut self) {
         let Some(t) = self.0.take() else { return };
         if t.live.fetch_sub(1, Ordering::AcqRel) == 1 && t.gate.done(t.seq) {
@@ -67,61 +81,21 @@ impl Drop for DetRef {
     }
 }
 
-impl DetGate {
-    pub fn new(release: Release) -> Arc<DetGate> {
+impl<R> DetGate<R> {
+    pub fn new(release: Release<R>) -> Arc<DetGate<R>> {
         Arc::new(DetGate {
             state: Mutex::new(GateState::default()),
             release,
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState<R>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Gives `rec` a ticket of this gate.
-    pub fn enter(self: &Arc<Self>, rec: &mut Rec) {
-        let seq = {
-            let mut st = self.lock();
-            let seq = st.next;
-            st.next += 1;
-            st.waiting.insert(seq, (false, Vec::new()));
-            seq
-        };
-        rec.det.push(DetRef(Some(Arc::new(Ticket {
-            gate: self.clone(),
-            seq,
-            live: AtomicUsize::new(1),
-        }))));
-    }
-
-    /// `rec` leaves the region: it waits for earlier tickets. True when the caller must now
-    /// drain the gate ([`DetGate::take`] until `None`).
-    #[must_use]
-    pub fn exit(&self, mut rec: Rec) -> bool {
-        let mut held = rec
-            .det
-            .pop()
-            .expect("a record leaving an ordered region holds its ticket");
-        let ticket = held.0.take().expect("a held ticket");
-        debug_assert!(
-            std::ptr::eq(&*ticket.gate, self),
-            "tickets leave through their own gate"
-        );
-        let mut st = self.lock();
-        if let Some(entry) = st.waiting.get_mut(&ticket.seq) {
-            entry.1.push(rec);
-        }
-        // Giving the ticket back may finish it.
-        if ticket.live.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.finish(&mut st, ticket.seq);
-        }
-        Self::claim(&mut st)
     }
 
     /// The next released ticket's records, to route on in order; `None` once there are none,
     /// which ends the caller's turn as drainer.
-    pub fn take(&self) -> Option<Vec<Rec>> {
+    pub fn take(&self) -> Option<Vec<R>> {
         let mut st = self.lock();
         debug_assert!(st.draining, "only the drainer takes");
         let next = st.ready.pop_front();
@@ -139,7 +113,7 @@ impl DetGate {
     }
 
     /// Marks a ticket done and releases every ticket that may now leave, in order.
-    fn finish(&self, st: &mut GateState, seq: u64) {
+    fn finish(&self, st: &mut GateState<R>, seq: u64) {
         if let Some(entry) = st.waiting.get_mut(&seq) {
             entry.0 = true;
         }
@@ -159,11 +133,53 @@ impl DetGate {
     }
 
     /// Makes the caller the drainer if there is something to route and nobody routing it.
-    fn claim(st: &mut GateState) -> bool {
+    fn claim(st: &mut GateState<R>) -> bool {
         if st.draining || st.ready.is_empty() {
             return false;
         }
         st.draining = true;
         true
+    }
+}
+
+impl<R: Ticketed> DetGate<R> {
+    /// Gives `rec` a ticket of this gate.
+    pub fn enter(self: &Arc<Self>, rec: &mut R) {
+        let seq = {
+            let mut st = self.lock();
+            let seq = st.next;
+            st.next += 1;
+            st.waiting.insert(seq, (false, Vec::new()));
+            seq
+        };
+        rec.tickets().push(DetRef(Some(Arc::new(Ticket {
+            gate: self.clone(),
+            seq,
+            live: AtomicUsize::new(1),
+        }))));
+    }
+
+    /// `rec` leaves the region: it waits for earlier tickets. True when the caller must now
+    /// drain the gate ([`DetGate::take`] until `None`).
+    #[must_use]
+    pub fn exit(&self, mut rec: R) -> bool {
+        let mut held = rec
+            .tickets()
+            .pop()
+            .expect("a record leaving an ordered region holds its ticket");
+        let ticket = held.0.take().expect("a held ticket");
+        debug_assert!(
+            std::ptr::eq(&*ticket.gate, self),
+            "tickets leave through their own gate"
+        );
+        let mut st = self.lock();
+        if let Some(entry) = st.waiting.get_mut(&ticket.seq) {
+            entry.1.push(rec);
+        }
+        // Giving the ticket back may finish it.
+        if ticket.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.finish(&mut st, ticket.seq);
+        }
+        Self::claim(&mut st)
     }
 }

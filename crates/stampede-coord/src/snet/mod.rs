@@ -7,6 +7,7 @@
 mod ast;
 mod boxes;
 mod builder;
+mod calls;
 mod check;
 mod det;
 mod diag;
@@ -16,7 +17,9 @@ mod network;
 mod parse;
 mod print;
 mod record;
+mod route;
 mod run;
+mod shared;
 mod stream;
 mod types;
 
@@ -27,7 +30,8 @@ pub use builder::Net;
 pub use diag::{Diagnostic, Diagnostics};
 pub use network::Network;
 pub use record::{Record, Value};
-pub use run::{Policy, Run, RunStats, Runner};
+pub use run::{Run, RunStats, Runner};
+pub use shared::Policy;
 
 impl Network {
     /// Parses and checks a program. `file` names the source in diagnostics.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use stampede_core::Item;
 
 use super::ast::LabelKind;
-use super::det::DetRef;
+use super::det::{DetRef, Ticketed};
 use super::types::{LabelId, LabelSet, LabelTable};
 
 /// A field's or tag's value.
@@ -171,7 +171,7 @@ pub(crate) struct Rec {
     pub slots: smallvec::SmallVec<[(LabelId, Value); 4]>,
     pub extras: Vec<(LabelKind, Arc<str>, Value)>,
     /// Tickets of the deterministic combinators the record is inside, innermost last.
-    pub det: Vec<DetRef>,
+    pub det: Vec<DetRef<Rec>>,
 }
 
 impl Rec {
@@ -240,5 +240,11 @@ impl Rec {
                 out.extras.push(e.clone());
             }
         }
+    }
+}
+
+impl Ticketed for Rec {
+    fn tickets(&mut self) -> &mut Vec<DetRef<Rec>> {
+        &mut self.det
     }
 }
