@@ -536,21 +536,20 @@ def run_snet(work: Workload, workers: int, executor: cnc.Executor | None = None,
     ex.take_trace()
     net = snet.Network.load(NETWORK)
 
-    def face(ctx: snet.BoxContext, img: Image, id_: int) -> None:
-        with detectors.borrow() as det:
-            found = det.faces(img)
+    def passes(ctx: snet.BoxContext, img: Image, found: list[Box], id_: int) -> None:
+        """A stage's two output types: the image with what it found, or no face."""
         if found:
             ctx.emit(0, img, found, id_)
         else:
             ctx.emit(1, (), id_, 0)
 
+    def face(ctx: snet.BoxContext, img: Image, id_: int) -> None:
+        with detectors.borrow() as det:
+            passes(ctx, img, det.faces(img), id_)
+
     def eyes(ctx: snet.BoxContext, img: Image, cands: list[Box], id_: int) -> None:
         with detectors.borrow() as det:
-            found = det.eyes(img, cands)
-        if found:
-            ctx.emit(0, img, found, id_)
-        else:
-            ctx.emit(1, (), id_, 0)
+            passes(ctx, img, det.eyes(img, cands), id_)
 
     def mouth(ctx: snet.BoxContext, img: Image, cands: list[Box], id_: int) -> None:
         with detectors.borrow() as det:

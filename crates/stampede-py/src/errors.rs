@@ -77,6 +77,16 @@ where
     }
 }
 
+/// `TypeName: message` of a Python exception, for errors reported from Rust (a step's, a
+/// box's).
+pub(crate) fn describe(py: Python<'_>, e: &PyErr) -> String {
+    let ty = e
+        .get_type(py)
+        .qualname()
+        .map_or_else(|_| "exception".to_owned(), |n| n.to_string());
+    format!("{ty}: {}", e.value(py))
+}
+
 pub(crate) fn invalid(py: Python<'_>, msg: impl Into<String>) -> PyErr {
     raise(py, Exc::InvalidArgument, (msg.into(),))
 }

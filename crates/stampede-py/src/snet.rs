@@ -259,14 +259,6 @@ impl PyNetwork {
     }
 }
 
-fn describe(py: Python<'_>, e: &PyErr) -> String {
-    let ty = e
-        .get_type(py)
-        .qualname()
-        .map_or_else(|_| "exception".to_owned(), |n| n.to_string());
-    format!("{ty}: {}", e.value(py))
-}
-
 /// A box function that calls a Python callable with the context and the input values.
 fn python_box(
     func: Py<PyAny>,
@@ -284,12 +276,12 @@ fn python_box(
                     emitted: Mutex::new(Vec::new()),
                 },
             )
-            .map_err(|e| BoxError::new(describe(py, &e)))?;
+            .map_err(|e| BoxError::new(errors::describe(py, &e)))?;
             let mut args: Vec<Py<PyAny>> = vec![ctx.clone().into_any().unbind()];
             for v in call.inputs() {
                 args.push(match v {
                     Value::Field(item) => {
-                        field_py(py, item).map_err(|e| BoxError::new(describe(py, &e)))?
+                        field_py(py, item).map_err(|e| BoxError::new(errors::describe(py, &e)))?
                     }
                     Value::Tag(t) => t
                         .into_pyobject(py)
@@ -298,9 +290,10 @@ fn python_box(
                         .unbind(),
                 });
             }
-            let args = PyTuple::new(py, args).map_err(|e| BoxError::new(describe(py, &e)))?;
+            let args =
+                PyTuple::new(py, args).map_err(|e| BoxError::new(errors::describe(py, &e)))?;
             if let Err(e) = func.bind(py).call1(args) {
-                let message = describe(py, &e);
+                let message = errors::describe(py, &e);
                 let mut first = lock(&raised);
                 if first.is_none() {
                     *first = Some(e.into_value(py).into_any());

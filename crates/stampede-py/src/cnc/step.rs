@@ -156,14 +156,6 @@ pub(crate) fn put_args(
     Ok((to_tag(tag)?, to_item(py, value)?))
 }
 
-fn describe(py: Python<'_>, e: &PyErr) -> String {
-    let ty = e
-        .get_type(py)
-        .qualname()
-        .map_or_else(|_| "exception".to_owned(), |n| n.to_string());
-    format!("{ty}: {}", e.value(py))
-}
-
 /// A step body that calls `func(ctx, tag)`.
 pub(crate) fn body(
     func: Py<PyAny>,
@@ -191,7 +183,7 @@ pub(crate) fn body(
                 _ if missed => Err(StepError::Missing),
                 Ok(()) => Ok(()),
                 Err(e) => {
-                    let message = describe(py, &e);
+                    let message = errors::describe(py, &e);
                     let mut first = lock(&raised.step);
                     if first.is_none() {
                         *first = Some((step.to_string(), tag.clone(), e.into_value(py).into_any()));
