@@ -260,8 +260,9 @@ class CheckFailed(NetworkError):
 
 
 class BoxFailed(NetworkError):
-    """A box raised on a record: ``box`` names it, ``record`` describes the record it was
-    given, ``reason`` is what it said, and the box's own exception is the ``__cause__``."""
+    """A box raised on a record, or emitted values its signature does not allow: ``box``
+    names it, ``record`` describes the record it was given, ``reason`` is what went wrong,
+    and the box's own exception, if it raised, is the ``__cause__``."""
 
     def __init__(self, message: str, box: str, record: str, reason: str) -> None:
         super().__init__(message)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import stampede as sp
 from stampede import Closed, InvalidArgument, cnc, snet
 
 APPS = Path(__file__).resolve().parents[2] / "apps"
@@ -197,3 +198,25 @@ def test_the_applications_networks_check_and_their_pictures_are_current(path: Pa
     assert net.input_type and net.output_type
     picture = APPS.parent / "docs" / "snet" / f"{path.stem}.dot"
     assert picture.read_text() == net.dot(), f"run `make snet-pictures` to redraw {picture}"
+
+
+def test_a_network_is_a_stage_between_a_channel_and_a_queue(rt: sp.Runtime) -> None:
+    frames, sizes = rt.channel(), rt.queue()
+    camera = rt.task(0, name="camera").attach_output(frames)
+    stage = rt.task(0, name="stage")
+    inp, out = stage.attach_input(frames), stage.attach_output(sizes)
+    display = rt.task(sp.INFINITY, name="display").attach_input(sizes)
+    net = snet.Network.parse(
+        "net measure { box size ((frame, <ts>) -> (size, <ts>)); } connect size;"
+    )
+    run = net.run({"size": lambda ctx, frame, ts: ctx.emit(0, int(frame.sum()), ts)})
+    for ts in range(12):
+        camera.put(ts, np.full(4, ts, dtype=np.int64))
+    frames.close()
+    assert run.feed(inp, "frame") == 12
+    run.close()
+    assert run.drain(out, "size") == 12
+    got = sorted((item.ts, item.value) for item in (display.get(timeout=5) for _ in range(12)))
+    assert got == [(ts, 4 * ts) for ts in range(12)]
+    with pytest.raises(InvalidArgument):
+        run.feed(out, "frame")

@@ -1904,7 +1904,7 @@ fn a_box_breaking_its_signature_fails_by_name() {
         run.send(Record::new().tag("x", 0)).unwrap();
         run.send(Record::new().tag("x", 1)).unwrap();
         match run.wait_timeout(PATIENCE) {
-            Err(SnetError::BoxFailed {
+            Err(SnetError::BrokeSignature {
                 name,
                 record,
                 message,

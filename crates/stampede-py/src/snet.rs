@@ -20,8 +20,10 @@ use stampede_core::Item;
 
 use crate::cnc::graph::{default_executor, PyExecutor};
 use crate::errors::{self, Exc};
-use crate::items::{to_python, PICKLE};
-use crate::stm::{drop_detached, lock, FINALIZING};
+use crate::items::{to_item, to_python, PICKLE};
+use crate::stm::{
+    drop_detached, lock, ChannelInput, ChannelOutput, QueueInput, QueueOutput, FINALIZING,
+};
 
 /// A Python object carried as a field, unchanged; pickled only if it must leave the process.
 struct PyField(Py<PyAny>);
@@ -95,6 +97,11 @@ fn raise(py: Python<'_>, e: SnetError, cause: Option<Py<PyAny>>) -> PyErr {
     let err = match e {
         SnetError::Check(d) => errors::raise(py, Exc::CheckFailed, (msg, diagnostics(py, &d).ok())),
         SnetError::BoxFailed {
+            name,
+            record,
+            message,
+        }
+        | SnetError::BrokeSignature {
             name,
             record,
             message,
@@ -445,6 +452,96 @@ impl PyNetworkRun {
         self.outputs(py)
     }
 
+    /// Sends every item of a channel or queue input (a ``ChannelInput`` or ``QueueInput``,
+    /// local or another address space's), in order, as the record ``{field: value, "<tag>":
+    /// timestamp}``, consuming each once the network has it; returns how many once the
+    /// container is closed and drained. The run stays open.
+    #[pyo3(signature = (input, field, tag="ts"))]
+    fn feed(
+        &self,
+        py: Python<'_>,
+        input: &Bound<'_, PyAny>,
+        field: &str,
+        tag: &str,
+    ) -> PyResult<usize> {
+        let run = self.run();
+        let sent = if let Ok(ch) = input.cast::<ChannelInput>() {
+            let conn = ch.get().connection(py)?;
+            py.detach(|| run.feed_channel(&conn, field, tag))
+        } else if let Ok(q) = input.cast::<QueueInput>() {
+            let conn = q.get().connection(py)?;
+            py.detach(|| run.feed_queue(&conn, field, tag))
+        } else {
+            return Err(errors::invalid(
+                py,
+                format!(
+                    "feed takes a ChannelInput or QueueInput, not {}",
+                    input.get_type()
+                ),
+            ));
+        };
+        sent.map_err(|e| self.failure(py, e))
+    }
+
+    /// Puts every record the network emits into a channel or queue output at the timestamp
+    /// its ``"<tag>"`` holds, its ``field`` as the value (stored as a put from Python would
+    /// store it), until the run is closed and quiet; returns how many.
+    #[pyo3(signature = (output, field, tag="ts"))]
+    fn drain(
+        &self,
+        py: Python<'_>,
+        output: &Bound<'_, PyAny>,
+        field: &str,
+        tag: &str,
+    ) -> PyResult<usize> {
+        enum Out {
+            Channel(std::sync::Arc<stampede_core::OutputConnection<stampede_core::Channel>>),
+            Queue(std::sync::Arc<stampede_core::OutputConnection<stampede_core::Queue>>),
+        }
+        let out = if let Ok(ch) = output.cast::<ChannelOutput>() {
+            Out::Channel(ch.get().connection(py)?)
+        } else if let Ok(q) = output.cast::<QueueOutput>() {
+            Out::Queue(q.get().connection(py)?)
+        } else {
+            return Err(errors::invalid(
+                py,
+                format!(
+                    "drain takes a ChannelOutput or QueueOutput, not {}",
+                    output.get_type()
+                ),
+            ));
+        };
+        let run = self.run();
+        let mut put = 0;
+        while let Some(r) = py.detach(|| run.recv()) {
+            let (Some(item), Some(ts)) = (r.get_field(field), r.get_tag(tag)) else {
+                return Err(self.failure(
+                    py,
+                    SnetError::Stream(format!(
+                        "the network emitted {r}, which lacks field `{field}` or tag `<{tag}>`"
+                    )),
+                ));
+            };
+            // A Python object a box emitted is stored as Python's own put would store it.
+            let item = match item.native().and_then(|n| n.downcast_ref::<PyField>()) {
+                Some(PyField(obj)) => to_item(py, obj.bind(py))?,
+                None => item.clone(),
+            };
+            let done = match &out {
+                Out::Channel(c) => py.detach(|| c.put(ts, item).map(drop)),
+                Out::Queue(q) => py.detach(|| q.put(ts, item).map(drop)),
+            };
+            done.map_err(|e| {
+                self.failure(
+                    py,
+                    SnetError::Stream(format!("putting the network's output: {e}")),
+                )
+            })?;
+            put += 1;
+        }
+        Ok(put)
+    }
+
     /// Every failure so far, as messages.
     #[getter]
     fn errors(&self) -> Vec<String> {
@@ -456,7 +553,8 @@ impl PyNetworkRun {
     }
 
     /// Counts of what the run did (sent, emitted, box calls and failures, filtered,
-    /// synchronised, held in synchrocells, queued, max queued, errors, box instances).
+    /// synchronised, held in synchrocells and at ordered gates, queued, max queued, errors,
+    /// box instances).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let RunStats {
@@ -467,6 +565,7 @@ impl PyNetworkRun {
             filtered,
             synchronised,
             held_in_synchrocells,
+            held_at_gates,
             queued,
             max_queued,
             errors,
@@ -482,6 +581,7 @@ impl PyNetworkRun {
             ("filtered", filtered),
             ("synchronised", synchronised),
             ("held_in_synchrocells", held_in_synchrocells),
+            ("held_at_gates", held_at_gates),
             ("queued", queued),
             ("max_queued", max_queued),
             ("errors", errors),

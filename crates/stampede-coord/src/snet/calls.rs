@@ -186,21 +186,33 @@ impl RunShared {
                 .record(&info.name, || trace_tag(&rec, &self.net.labels), start);
         }
         self.counters.calls.fetch_add(1, Ordering::Relaxed);
-        let failure = match outcome {
-            // An emit that broke the signature fails the call even if the function went on
-            // (ignoring the emit's error) and returned Ok: the record would vanish unreported.
-            Ok(Ok(())) => call.broken.take(),
-            Ok(Err(e)) => Some(e.0),
-            Err(panic) => Some(panic_message(&panic)),
+        // An emit that broke the signature fails the call even if the function went on
+        // (ignoring the emit's error) and returned Ok: the record would vanish unreported.
+        let failure = match (outcome, call.broken.take()) {
+            (Ok(_), Some(broken)) => Some((true, broken)),
+            (Ok(Ok(())), None) => None,
+            (Ok(Err(e)), None) => Some((false, e.0)),
+            (Err(panic), _) => Some((false, panic_message(&panic))),
         };
         let binding = self.net.labels.binding();
         let mut outs = Vec::new();
         match failure {
-            Some(message) => self.fail(SnetError::BoxFailed {
-                name: info.name.to_string(),
-                record: rec.describe(&self.net.labels),
-                message,
-            }),
+            Some((broke, message)) => {
+                let (name, record) = (info.name.to_string(), rec.describe(&self.net.labels));
+                self.fail(if broke {
+                    SnetError::BrokeSignature {
+                        name,
+                        record,
+                        message,
+                    }
+                } else {
+                    SnetError::BoxFailed {
+                        name,
+                        record,
+                        message,
+                    }
+                })
+            }
             None => {
                 for (variant, values) in call.emitted {
                     let mut out = Rec::default();

@@ -29,6 +29,8 @@ pub(crate) type Release<R> = Box<dyn Fn(&Arc<DetGate<R>>) + Send + Sync>;
 pub(crate) struct DetGate<R> {
     state: Mutex<GateState<R>>,
     release: Release<R>,
+    /// Records waiting here, for the run's statistics.
+    held: AtomicUsize,
 }
 
 struct GateState<R> {
@@ -86,6 +88,7 @@ impl<R> DetGate<R> {
         Arc::new(DetGate {
             state: Mutex::new(GateState::default()),
             release,
+            held: AtomicUsize::new(0),
         })
     }
 
@@ -99,10 +102,18 @@ impl<R> DetGate<R> {
         let mut st = self.lock();
         debug_assert!(st.draining, "only the drainer takes");
         let next = st.ready.pop_front();
-        if next.is_none() {
-            st.draining = false;
+        match &next {
+            Some(recs) => {
+                self.held.fetch_sub(recs.len(), Ordering::Relaxed);
+            }
+            None => st.draining = false,
         }
         next
+    }
+
+    /// Records waiting at this gate for earlier ones.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Marks a ticket done; true when the caller must have the gate drained.
@@ -175,6 +186,7 @@ impl<R: Ticketed> DetGate<R> {
         let mut st = self.lock();
         if let Some(entry) = st.waiting.get_mut(&ticket.seq) {
             entry.1.push(rec);
+            self.held.fetch_add(1, Ordering::Relaxed);
         }
         // Giving the ticket back may finish it.
         if ticket.live.fetch_sub(1, Ordering::AcqRel) == 1 {

@@ -125,7 +125,9 @@ impl RunShared {
                 me.counters.pending_sub(1, &me);
             });
         };
-        DetGate::new(Box::new(release))
+        let gate = DetGate::new(Box::new(release));
+        lock(&self.gates).push(Arc::downgrade(&gate));
+        gate
     }
 
     /// Moves a record from `target` until every record it becomes is in a box's queue, held

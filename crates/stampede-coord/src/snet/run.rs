@@ -28,6 +28,8 @@ pub struct RunStats {
     pub synchronised: usize,
     /// Records stored in synchrocells that have not fired (still waiting for partners).
     pub held_in_synchrocells: usize,
+    /// Records at the exits of `||`, `**` and `!!` waiting for earlier records.
+    pub held_at_gates: usize,
     /// Records queued at boxes or being processed now (a box call's outputs waiting at the
     /// box's ordering gate for an earlier call count as that call's record), and the most at
     /// any time.
@@ -143,6 +145,7 @@ impl Runner {
             executor: self.executor,
             counters: Counters::default(),
             boxes: Mutex::new(Vec::new()),
+            gates: Mutex::new(Vec::new()),
             state: Mutex::new(RunState::default()),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
@@ -316,6 +319,11 @@ impl Run {
             filtered: c.filtered.load(Ordering::Relaxed),
             synchronised: c.fired.load(Ordering::Relaxed),
             held_in_synchrocells: c.held.load(Ordering::Relaxed),
+            held_at_gates: lock(&s.gates)
+                .iter()
+                .filter_map(std::sync::Weak::upgrade)
+                .map(|g| g.held())
+                .sum(),
             queued: c.pending.load(Ordering::Relaxed),
             max_queued: c.max_pending.load(Ordering::Relaxed),
             errors: lock(&s.state).errors.len(),

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::boxes::SharedBoxFn;
+use super::det::DetGate;
 use super::inst::BoxInst;
 use super::network::Network;
 use super::record::{Rec, Record};
@@ -92,6 +93,8 @@ pub(crate) struct RunShared {
     pub executor: Executor,
     pub counters: Counters,
     pub boxes: Mutex<Vec<Weak<BoxInst>>>,
+    /// The gates of ordered regions, for the records waiting at them.
+    pub gates: Mutex<Vec<Weak<DetGate<Rec>>>>,
     pub state: Mutex<RunState>,
     pub changed: Condvar,
     pub closed: AtomicBool,

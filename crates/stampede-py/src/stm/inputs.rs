@@ -81,6 +81,11 @@ impl ChannelInput {
     pub(crate) fn check_attached(&self, py: Python<'_>) -> PyResult<()> {
         self.conn.get(py).map(drop)
     }
+
+    /// The core connection, for a network fed from the channel (``Detached`` once detached).
+    pub(crate) fn connection(&self, py: Python<'_>) -> PyResult<std::sync::Arc<ChannelIn>> {
+        self.conn.get(py)
+    }
 }
 
 fn item_pair(py: Python<'_>, ts: Timestamp, item: &core::Item) -> PyResult<Py<PyAny>> {
@@ -174,13 +179,20 @@ impl QueueItem {
 
 /// A task's connection for getting from a queue.
 #[pyclass(module = "stampede", frozen)]
-pub(super) struct QueueInput {
+pub(crate) struct QueueInput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
     conn: Conn<QueueIn>,
     queue: Py<Queue>,
 }
 connection_common!(QueueInput);
+
+impl QueueInput {
+    /// The core connection, for a network fed from the queue (``Detached`` once detached).
+    pub(crate) fn connection(&self, py: Python<'_>) -> PyResult<std::sync::Arc<QueueIn>> {
+        self.conn.get(py)
+    }
+}
 
 fn queue_item(py: Python<'_>, qi: core::QueueItem) -> PyResult<QueueItem> {
     Ok(QueueItem {

@@ -40,9 +40,10 @@ mod task;
 use pyo3::prelude::*;
 
 pub(crate) use containers::{Channel, Queue, Register};
-pub(crate) use inputs::ChannelInput;
-use inputs::{QueueInput, QueueItem, RegisterInput, Selector};
-use outputs::{ChannelOutput, QueueOutput, RegisterOutput};
+pub(crate) use inputs::{ChannelInput, QueueInput};
+use inputs::{QueueItem, RegisterInput, Selector};
+use outputs::RegisterOutput;
+pub(crate) use outputs::{ChannelOutput, QueueOutput};
 use reports::{ChannelStats, GcStats, Hold, QueueStats, WatermarkReport};
 pub(crate) use runtime::Runtime;
 pub(crate) use support::{

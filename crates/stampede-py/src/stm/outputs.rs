@@ -18,7 +18,7 @@ type RegisterOut = OutputConnection<core::Register>;
 
 /// A task's connection for putting into a channel.
 #[pyclass(module = "stampede", frozen)]
-pub(super) struct ChannelOutput {
+pub(crate) struct ChannelOutput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
     conn: Conn<ChannelOut>,
@@ -26,6 +26,13 @@ pub(super) struct ChannelOutput {
     bounded: bool,
 }
 connection_common!(ChannelOutput);
+
+impl ChannelOutput {
+    /// The core connection, for a network drained into the channel.
+    pub(crate) fn connection(&self, py: Python<'_>) -> PyResult<std::sync::Arc<ChannelOut>> {
+        self.conn.get(py)
+    }
+}
 
 fn put_options(py: Python<'_>, consumers: Option<i64>) -> PyResult<PutOptions> {
     let o = PutOptions::default();
@@ -145,13 +152,20 @@ impl ChannelOutput {
 
 /// A task's connection for putting into a queue.
 #[pyclass(module = "stampede", frozen)]
-pub(super) struct QueueOutput {
+pub(crate) struct QueueOutput {
     // Keeps the task alive while a connection of it is referenced.
     task: Py<Task>,
     conn: Conn<QueueOut>,
     queue: Py<Queue>,
 }
 connection_common!(QueueOutput);
+
+impl QueueOutput {
+    /// The core connection, for a network drained into the queue.
+    pub(crate) fn connection(&self, py: Python<'_>) -> PyResult<std::sync::Arc<QueueOut>> {
+        self.conn.get(py)
+    }
+}
 
 #[pymethods]
 impl QueueOutput {
