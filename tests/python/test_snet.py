@@ -219,4 +219,4 @@ def test_a_network_is_a_stage_between_a_channel_and_a_queue(rt: sp.Runtime) -> N
     got = sorted((item.ts, item.value) for item in (display.get(timeout=5) for _ in range(12)))
     assert got == [(ts, 4 * ts) for ts in range(12)]
     with pytest.raises(InvalidArgument):
-        run.feed(out, "frame")
+        run.feed(out, "frame")  # type: ignore[arg-type]  # the wrong kind, on purpose
