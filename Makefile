@@ -78,6 +78,14 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-java
 	@$(MAKE) --no-print-directory bench-coord
 	@$(MAKE) --no-print-directory bench-experiments
+	@$(MAKE) --no-print-directory bench-tune
+
+# The auto-calibration toolkit on three sorts: calibration time and model error, selection
+# cost against a memoised lookup, and a sampled selection-accuracy study
+# (bench-results/tune.json); `make bench-tune ARGS=--full` runs 1000 inputs.
+.PHONY: bench-tune
+bench-tune:
+	$(CARGO) run --release -p stampede-tune-bench -- --out bench-results/tune.json $(ARGS)
 
 # The coordination layer against rayon, then the coordination applications against LAPACK,
 # numpy, the machine's dgemm rate and the Rust Cholesky example (bench-results/coord.json).

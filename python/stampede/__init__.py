@@ -85,6 +85,7 @@ from .errors import (
     ProtocolError,
     PutFailed,
     RecordRejected,
+    TuneError,
     StampedeError,
     StepFailed,
     TaskExited,
@@ -198,4 +199,5 @@ __all__ = [
     "CheckFailed",
     "BoxFailed",
     "RecordRejected",
+    "TuneError",
 ]

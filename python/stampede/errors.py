@@ -283,6 +283,15 @@ class RecordRejected(NetworkError):
         self.accepts = accepts or []
 
 
+class TuneError(StampedeError):
+    """A model could not be specified, fitted, stored or loaded. For a model file calibrated
+    on another deployment, ``differences`` lists what differs (``field: stored -> here``)."""
+
+    def __init__(self, message: str, differences: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.differences = differences or []
+
+
 __all__ = [
     "StampedeError",
     "PutFailed",
@@ -322,4 +331,5 @@ __all__ = [
     "CheckFailed",
     "BoxFailed",
     "RecordRejected",
+    "TuneError",
 ]

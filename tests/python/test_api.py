@@ -14,6 +14,7 @@ import stampede as sp
 import stampede.cnc
 import stampede.errors
 import stampede.snet
+import stampede.tune
 
 PACKAGE = pathlib.Path(stampede.__file__).parent
 
@@ -52,7 +53,13 @@ def test_every_exported_name_exists_and_is_documented(name: str) -> None:
 def test_the_stub_and_the_helpers_are_fully_exported() -> None:
     exported = set(sp.__all__)
     # Concurrent Collections and S-Net have namespaces of their own.
-    missing = stub_names() - exported - set(stampede.cnc.__all__) - set(stampede.snet.__all__)
+    missing = (
+        stub_names()
+        - exported
+        - set(stampede.cnc.__all__)
+        - set(stampede.snet.__all__)
+        - set(stampede.tune.__all__)
+    )
     assert not missing, f"declared in _stampede.pyi but not exported: {sorted(missing)}"
     assert set(stampede.errors.__all__) <= exported
     assert {"Arrivals", "TaskThread"} <= exported
@@ -61,7 +68,8 @@ def test_the_stub_and_the_helpers_are_fully_exported() -> None:
 @pytest.mark.parametrize(
     ("module", "name"),
     [("cnc", n) for n in sorted(stampede.cnc.__all__)]
-    + [("snet", n) for n in sorted(stampede.snet.__all__)],
+    + [("snet", n) for n in sorted(stampede.snet.__all__)]
+    + [("tune", n) for n in sorted(stampede.tune.__all__)],
 )
 def test_every_coordination_name_exists_and_is_documented(module: str, name: str) -> None:
     obj = getattr(getattr(stampede, module), name)
@@ -129,3 +137,11 @@ def test_runtime_is_a_context_manager() -> None:
             t.attach_output(ch).put(0, "x")
         assert t.exited
     rt.close()  # closing twice is harmless
+
+
+@pytest.mark.parametrize("module", [stampede.cnc, stampede.snet, stampede.tune], ids=lambda m: m.__name__)
+def test_the_namespaces_examples_run(module: object) -> None:
+    import doctest
+
+    result = doctest.testmod(module)  # type: ignore[arg-type]
+    assert result.attempted > 0 and result.failed == 0

@@ -64,6 +64,7 @@ exception_types!(
     CheckFailed,
     BoxFailed,
     RecordRejected,
+    TuneError,
 );
 
 /// An exception of class `e` built from `args`.

@@ -20,6 +20,7 @@ mod loan;
 mod snet;
 mod space;
 mod stm;
+mod tune;
 
 /// Installs marshal hooks for instances of exactly ``cls``: ``marshal(obj) -> bytes`` runs at
 /// each put, ``unmarshal(bytes) -> obj`` at each get. Items are tagged with
@@ -60,6 +61,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stm::register_classes(m)?;
     cnc::register_classes(m)?;
     snet::register_classes(m)?;
+    tune::register_classes(m)?;
     extras::register_classes(m)?;
     space::register_classes(m)?;
     m.add_class::<items::Opaque>()?;

@@ -3,9 +3,15 @@
 
 use std::fmt;
 
+use pest::Parser as _;
+use pest_derive::Parser;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TuneError;
+
+#[derive(Parser)]
+#[grammar = "term.pest"]
+struct TermGrammar;
 
 /// An explanatory variable and the range it is calibrated (and valid) over.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,7 +77,7 @@ impl Term {
 }
 
 /// How a term is written in a specification: factors by variable name.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TermSpec {
     factors: Vec<(String, i32, bool)>,
 }
@@ -102,6 +108,38 @@ impl TermSpec {
     pub fn times_log(mut self, name: &str, power: i32) -> Self {
         self.factors.push((name.to_owned(), power, true));
         self
+    }
+
+    /// A term in the notation `1`, `n`, `n^2`, `n*log2(n)`, `log2(n)^2*p^-1`.
+    ///
+    /// ```
+    /// use stampede_tune::TermSpec;
+    /// let t = TermSpec::parse("n * log2(n)^2").unwrap();
+    /// assert_eq!(t, stampede_tune::TermSpec::var("n").times_log("n", 2));
+    /// assert!(TermSpec::parse("n +").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<TermSpec, TuneError> {
+        let bad = |e: &dyn std::fmt::Display| TuneError::Spec(format!("the term `{text}`: {e}"));
+        let term = TermGrammar::parse(Rule::term, text)
+            .map_err(|e| bad(&e))?
+            .next()
+            .expect("a term");
+        let mut spec = TermSpec::one();
+        for factor in term.into_inner().filter(|p| p.as_rule() == Rule::factor) {
+            let mut parts = factor.into_inner();
+            let base = parts.next().expect("a factor's base");
+            let power = match parts.next() {
+                Some(p) => p.as_str().parse::<i32>().map_err(|e| bad(&e))?,
+                None => 1,
+            };
+            spec = match base.as_rule() {
+                Rule::log => {
+                    spec.times_log(base.into_inner().next().expect("a name").as_str(), power)
+                }
+                _ => spec.times(base.as_str(), power),
+            };
+        }
+        Ok(spec)
     }
 }
 
