@@ -98,3 +98,24 @@ def test_bad_specifications_are_typed_errors() -> None:
         tune.ModelSpec("m", [("n", 1, 2)], ["n +"])
     with pytest.raises(tune.TuneError):
         quadratic("q").fit([([1.0], 1.0)])
+
+
+def test_pictures_of_a_fit_and_of_the_predicted_winners(tmp_path: Path) -> None:
+    spec = tune.ModelSpec("two", [("n", 1, 1e4), ("p", 1, 8, True)], ["1", "n", "n*p^-1", "p"])
+
+    def costs(a: float, b: float, c: float) -> list[tuple[list[float], float]]:
+        return [(x, a + b * x[0] + c * x[0] / x[1]) for x in spec.sample_points(60, 3)]
+
+    serial = spec.fit(costs(1e-6, 1e-8, 0.0))
+    parallel = spec.fit(costs(5e-5, 0.0, 1e-8))
+    tune.plot_fit(serial, costs(1e-6, 1e-8, 0.0), tmp_path / "fit.png")
+    assert (tmp_path / "fit.png").stat().st_size > 1000
+    pick = tune.ModelSelector([serial, parallel])
+    grid = tune.winner_map(pick, [1, 1], 0, (1, 1e4), 1, (1, 8), steps=20,
+                           path=tmp_path / "map.svg", names=["serial", "parallel"])
+    assert len(grid) == 20 and all(len(row) == 20 for row in grid)
+    # Small inputs go to the serial code; large ones on many processors to the parallel.
+    assert grid[0][0] == 0 and grid[-1][-1] == 1
+    assert (tmp_path / "map.svg").read_text().startswith("<?xml")
+    outside = tune.winner_map(pick, [1, 1], 0, (2e4, 3e4), 1, (1, 8), steps=3)
+    assert all(c is None for row in outside for c in row)
