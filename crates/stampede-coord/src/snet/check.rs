@@ -199,12 +199,7 @@ impl Checker {
     /// Compiles a tag expression whose tags must all be in `visible`.
     fn tag_expr(&mut self, e: &TagExpr, visible: LabelSet, what: &str) -> CExpr {
         match &e.kind {
-            TagExprKind::Int(v) => {
-                if *v == i64::MAX && self.labels.is_empty() {
-                    // Unreachable in practice; literals beyond i64 saturate in the parser.
-                }
-                CExpr::Int(*v)
-            }
+            TagExprKind::Int(v) => CExpr::Int(*v),
             TagExprKind::Tag(l) => {
                 let id = self
                     .labels

@@ -27,8 +27,9 @@ pub(crate) enum Cont {
 
 pub(crate) enum Inst {
     Box(Arc<BoxInst>),
-    /// Entering a serial composition is entering its left operand.
-    Serial(Arc<Inst>, #[allow(dead_code)] Arc<Inst>),
+    /// Entering a serial composition is entering its left operand (whose continuation holds
+    /// the right one).
+    Serial(Arc<Inst>),
     Choice {
         node: NodeId,
         branches: Vec<Arc<Inst>>,

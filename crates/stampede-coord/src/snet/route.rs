@@ -40,8 +40,8 @@ impl RunShared {
             }
             NodeKind::Serial(a, b) => {
                 let b = self.instantiate(b, cont);
-                let a = self.instantiate(a, Arc::new(Cont::Then(b.clone())));
-                return Arc::new(Inst::Serial(a, b));
+                let a = self.instantiate(a, Arc::new(Cont::Then(b)));
+                return Arc::new(Inst::Serial(a));
             }
             NodeKind::Net { body, .. } => return self.instantiate(body, cont),
             NodeKind::Filter(_) => return Arc::new(Inst::Filter { node, cont }),
@@ -143,7 +143,7 @@ impl RunShared {
         match t {
             Target::Inst(inst) => match &*inst {
                 Inst::Box(b) => self.enqueue(b, r),
-                Inst::Serial(a, _) => stack.push((Target::Inst(a.clone()), r)),
+                Inst::Serial(a) => stack.push((Target::Inst(a.clone()), r)),
                 Inst::Choice { node, branches } => match self.best_branch(*node, &r) {
                     Some(i) => stack.push((Target::Inst(branches[i].clone()), r)),
                     None => self.type_error(*node, &r, "no branch of this choice accepts it"),

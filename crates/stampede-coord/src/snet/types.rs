@@ -118,10 +118,6 @@ impl LabelTable {
         self.binding
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-
     /// Whether a record with labels `record` matches `pattern`: it has every label of the
     /// pattern, and every binding tag it carries is named by the pattern (binding tags are
     /// exempt from subtyping).
