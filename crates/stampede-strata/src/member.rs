@@ -132,6 +132,8 @@ pub struct Member {
     aborted: RefCell<Option<(usize, String)>>,
     // Whether this member told the others it failed.
     told: Cell<bool>,
+    // The next member whose liveness a waiting member checks beyond those it waits for.
+    next_check: Cell<usize>,
     pub(crate) transfers: RefCell<Transfers>,
     pub(crate) stats: Cell<MemberStats>,
 }
@@ -208,6 +210,7 @@ impl Member {
             left: RefCell::new(vec![false; size]),
             aborted: RefCell::new(None),
             told: Cell::new(false),
+            next_check: Cell::new(0),
             transfers: RefCell::new(Transfers::new(rank, size)),
             stats: Cell::new(MemberStats::default()),
             opts,
@@ -405,7 +408,11 @@ impl Member {
         } else if self.poll(Wait::For(slice))? {
             return Ok(());
         }
-        for &r in waiting_for {
+        // The members waited for, and one other in turn: any dead member dooms the group,
+        // even one this member does not wait for yet.
+        let other = self.next_check.get() % self.size;
+        self.next_check.set(other + 1);
+        for &r in waiting_for.iter().chain(std::iter::once(&other)) {
             if r == self.rank
                 || self
                     .rt
