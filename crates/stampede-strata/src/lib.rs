@@ -40,10 +40,14 @@
 //! assert_eq!(sums, [1, 3, 6, 10]);
 //! ```
 
+mod blocks;
 mod collective;
 mod composite;
 mod error;
 mod member;
+/// Calibrated cost models of the collectives (the `models` feature).
+#[cfg(feature = "models")]
+pub mod models;
 mod op;
 mod ops;
 mod tree;
@@ -56,3 +60,8 @@ pub use member::{GroupOptions, Member, MemberStats};
 pub use op::{Combine, Number, Op};
 pub use ops::BarrierKind;
 pub use xfer::Exchange;
+
+// The guide's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/strata.md")]
+struct Guide;

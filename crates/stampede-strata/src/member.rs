@@ -11,9 +11,9 @@ use stampede_core::{
     Selector, StmError, Task, Wait, ZoneId,
 };
 
+use crate::blocks::Transfers;
 use crate::error::StrataError;
 use crate::wire::{self, Kind, Notice};
-use crate::xfer::Transfers;
 
 /// How a member joins and waits.
 #[derive(Clone, Debug, PartialEq)]
@@ -431,6 +431,82 @@ impl Member {
                 });
             }
         }
+        Ok(())
+    }
+}
+
+impl Member {
+    /// One turn of the interleaving: up to [`GroupOptions::packets_per_turn`] packets of
+    /// each queued block. Returns whether anything was sent.
+    pub(crate) fn serve_some(&self) -> Result<bool, StrataError> {
+        let mut i = 0;
+        let mut sent = false;
+        while i < self.transfers.borrow().pending() {
+            sent = true;
+            if !self.send_turn(i)? {
+                i += 1;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Sends up to a turn's packets of the `i`-th queued block; true if that finished it
+    /// (it left the queue).
+    pub(crate) fn send_turn(&self, i: usize) -> Result<bool, StrataError> {
+        for _ in 0..self.opts.packets_per_turn {
+            let p = self
+                .transfers
+                .borrow_mut()
+                .next_packet(i, self.opts.packet_bytes);
+            self.send(
+                p.to,
+                wire::stamp(p.counter, Kind::Packet, self.rank),
+                p.bytes,
+            )?;
+            self.count(|s| {
+                s.packets_sent += 1;
+                s.bytes_sent += p.data_len as u64;
+            });
+            self.bandwidth_match()?;
+            if p.last {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// After a packet: handle what arrived, or pause so as not to outrun the receivers.
+    fn bandwidth_match(&self) -> Result<(), StrataError> {
+        let delay = self.opts.packet_delay;
+        if self.poll(Wait::Never)? || delay.is_zero() {
+            return Ok(());
+        }
+        self.count(|s| s.delays += 1);
+        if delay < Duration::from_micros(200) {
+            let until = Instant::now() + delay;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::sleep(delay);
+        }
+        Ok(())
+    }
+
+    /// Stores an arrived packet.
+    fn receive_packet(&self, from: usize, bytes: &[u8]) -> Result<(), StrataError> {
+        let before = self.transfers.borrow().completed();
+        let len = self
+            .transfers
+            .borrow_mut()
+            .receive(from, bytes)
+            .map_err(|detail| StrataError::BadTransfer { from, detail })?;
+        let blocks = self.transfers.borrow().completed() - before;
+        self.count(|s| {
+            s.packets_received += 1;
+            s.bytes_received += len as u64;
+            s.blocks_received += blocks;
+        });
         Ok(())
     }
 }

@@ -1,59 +1,14 @@
 //! Block transfers (thesis §6.1.3, §7.3-7.4): asynchronous sends whose packets are
 //! interleaved, paced by bandwidth matching, and the all-to-all exchange built on them.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use stampede_core::Wait;
 
 use crate::error::StrataError;
 use crate::member::Member;
 use crate::ops::BarrierKind;
-use crate::wire::{self, Kind, Packet};
-
-/// A block being sent.
-struct Outgoing {
-    to: usize,
-    tag: u64,
-    data: Bytes,
-    sent: usize,
-}
-
-/// A block being received.
-struct Assembly {
-    buf: Vec<u8>,
-    got: usize,
-}
-
-/// A member's transfers in both directions.
-pub(crate) struct Transfers {
-    /// In the fixed pseudo-random order they were queued into (thesis §7.4: one random
-    /// number per transfer, and each member's order differs, so no receiver is every
-    /// sender's first target at once).
-    outgoing: Vec<Outgoing>,
-    rng: StdRng,
-    /// Packets sent to each member so far (their timestamps' counter).
-    counters: Vec<u64>,
-    assembling: HashMap<(usize, u64), Assembly>,
-    complete: HashMap<(usize, u64), Bytes>,
-}
-
-impl Transfers {
-    pub fn new(rank: usize, size: usize) -> Transfers {
-        Transfers {
-            outgoing: Vec::new(),
-            rng: StdRng::seed_from_u64(
-                0x5354_5241 ^ (rank as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            ),
-            counters: vec![0; size],
-            assembling: HashMap::new(),
-            complete: HashMap::new(),
-        }
-    }
-}
 
 /// How [`Member::all_to_all`] schedules its P − 1 transfers per member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,30 +44,21 @@ impl Member {
         }
         let data = data.into();
         if to == self.rank() {
-            return self.deliver(to, tag, data);
+            self.transfers
+                .borrow_mut()
+                .deliver(to, tag, data)
+                .map_err(|detail| StrataError::BadTransfer { from: to, detail })?;
+            self.count(|s| s.blocks_received += 1);
+            return Ok(());
         }
-        let at = {
-            let mut t = self.transfers.borrow_mut();
-            let n = t.outgoing.len();
-            let at = t.rng.gen_range(0..=n);
-            t.outgoing.insert(
-                at,
-                Outgoing {
-                    to,
-                    tag,
-                    data,
-                    sent: 0,
-                },
-            );
-            at
-        };
+        let at = self.transfers.borrow_mut().queue(to, tag, data);
         self.send_turn(at)?;
         Ok(())
     }
 
     /// Blocks queued and not yet fully sent.
     pub fn pending_sends(&self) -> usize {
-        self.transfers.borrow().outgoing.len()
+        self.transfers.borrow().pending()
     }
 
     /// Sends every queued block, interleaving their packets, and handles arrivals between
@@ -137,144 +83,7 @@ impl Member {
     /// The block `tag` from member `from` if all of it has arrived.
     pub fn try_recv_block(&self, from: usize, tag: u64) -> Result<Option<Bytes>, StrataError> {
         self.poll(Wait::Never)?;
-        Ok(self.transfers.borrow_mut().complete.remove(&(from, tag)))
-    }
-
-    /// One turn of the interleaving: up to [`packets_per_turn`](crate::GroupOptions)
-    /// packets of each queued block. Returns whether anything was sent.
-    pub(crate) fn serve_some(&self) -> Result<bool, StrataError> {
-        let mut i = 0;
-        let mut sent = false;
-        while i < self.pending_sends() {
-            sent = true;
-            if !self.send_turn(i)? {
-                i += 1;
-            }
-        }
-        Ok(sent)
-    }
-
-    /// Sends up to a turn's packets of the `i`-th queued block; true if that finished it
-    /// (it left the queue).
-    fn send_turn(&self, i: usize) -> Result<bool, StrataError> {
-        let size = self.opts.packet_bytes;
-        for _ in 0..self.opts.packets_per_turn {
-            let (to, ts, bytes, len, last) = {
-                let mut t = self.transfers.borrow_mut();
-                let o = &mut t.outgoing[i];
-                let start = o.sent;
-                let end = (start + size).min(o.data.len());
-                let bytes = Packet::encode(
-                    o.tag,
-                    o.data.len() as u64,
-                    start as u64,
-                    &o.data[start..end],
-                );
-                o.sent = end;
-                let (to, last) = (o.to, end == o.data.len());
-                if last {
-                    t.outgoing.remove(i);
-                }
-                let counter = t.counters[to];
-                t.counters[to] += 1;
-                (
-                    to,
-                    wire::stamp(counter, Kind::Packet, self.rank()),
-                    bytes,
-                    end - start,
-                    last,
-                )
-            };
-            self.send(to, ts, bytes)?;
-            self.count(|s| {
-                s.packets_sent += 1;
-                s.bytes_sent += len as u64;
-            });
-            self.bandwidth_match()?;
-            if last {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// After a packet: handle what arrived, or pause so as not to outrun the receivers.
-    fn bandwidth_match(&self) -> Result<(), StrataError> {
-        let delay = self.opts.packet_delay;
-        if self.poll(Wait::Never)? || delay.is_zero() {
-            return Ok(());
-        }
-        self.count(|s| s.delays += 1);
-        if delay < Duration::from_micros(200) {
-            let until = Instant::now() + delay;
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        } else {
-            std::thread::sleep(delay);
-        }
-        Ok(())
-    }
-
-    /// Stores an arrived packet.
-    pub(crate) fn receive_packet(&self, from: usize, bytes: &[u8]) -> Result<(), StrataError> {
-        let bad = |detail: String| StrataError::BadTransfer { from, detail };
-        let p = Packet::decode(bytes).map_err(bad)?;
-        self.count(|s| {
-            s.packets_received += 1;
-            s.bytes_received += p.data.len() as u64;
-        });
-        let total = usize::try_from(p.total).map_err(|_| bad("a block too long".into()))?;
-        let offset = usize::try_from(p.offset).map_err(|_| bad("an offset too far".into()))?;
-        if offset
-            .checked_add(p.data.len())
-            .map_or(true, |end| end > total)
-        {
-            return Err(bad(format!(
-                "{} bytes at offset {offset} of a block of {total}",
-                p.data.len()
-            )));
-        }
-        let done = {
-            let mut t = self.transfers.borrow_mut();
-            let a = t
-                .assembling
-                .entry((from, p.tag))
-                .or_insert_with(|| Assembly {
-                    buf: vec![0; total],
-                    got: 0,
-                });
-            if a.buf.len() != total {
-                return Err(bad(format!(
-                    "block {} announced as {} bytes and as {total}",
-                    p.tag,
-                    a.buf.len()
-                )));
-            }
-            a.buf[offset..offset + p.data.len()].copy_from_slice(p.data);
-            a.got += p.data.len();
-            if a.got >= total {
-                t.assembling.remove(&(from, p.tag)).map(|a| a.buf)
-            } else {
-                None
-            }
-        };
-        if let Some(buf) = done {
-            self.deliver(from, p.tag, Bytes::from(buf))?;
-        }
-        Ok(())
-    }
-
-    fn deliver(&self, from: usize, tag: u64, data: Bytes) -> Result<(), StrataError> {
-        let mut t = self.transfers.borrow_mut();
-        if t.complete.insert((from, tag), data).is_some() {
-            return Err(StrataError::BadTransfer {
-                from,
-                detail: format!("block {tag} arrived again before the first was taken"),
-            });
-        }
-        self.count(|s| s.blocks_received += 1);
-        Ok(())
+        Ok(self.transfers.borrow_mut().take(from, tag))
     }
 
     /// The transpose (thesis §7.3): `blocks[j]` goes to member `j`; returns the block each

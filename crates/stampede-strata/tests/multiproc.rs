@@ -21,7 +21,10 @@ fn input(rank: usize, i: usize) -> Vec<i64> {
 
 fn block(from: usize, to: usize) -> Bytes {
     let n = (from * 5 + to * 3) % 7 * 40_000;
-    (0..n).map(|i| (from ^ to ^ i) as u8).collect::<Vec<u8>>().into()
+    (0..n)
+        .map(|i| (from ^ to ^ i) as u8)
+        .collect::<Vec<u8>>()
+        .into()
 }
 
 /// The script every member runs; an error says what differed.
@@ -29,7 +32,10 @@ fn script(m: &Member) -> Result<(), String> {
     let (r, p) = (m.rank(), m.size());
     let e = |e: StrataError| e.to_string();
     for kind in [BarrierKind::Dissemination, BarrierKind::Tree] {
-        m.start_barrier_with(kind).map_err(e)?.complete().map_err(e)?;
+        m.start_barrier_with(kind)
+            .map_err(e)?
+            .complete()
+            .map_err(e)?;
     }
     let mut i = 0;
     for kind in Combine::ALL {
@@ -188,7 +194,11 @@ fn a_member_killed_mid_group_fails_the_others_within_the_lease() {
         matches!(err, StrataError::MemberLost { .. }),
         "expected the lost member, got {err}"
     );
-    assert!(t0.elapsed() < Duration::from_secs(10), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
     drop(m);
     space.leave();
 }

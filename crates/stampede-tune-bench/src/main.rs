@@ -14,11 +14,15 @@
 //!   inputs; `--full` runs 1000.
 //! * `tune_selection_gain`: the time of the picks against always using the implementation
 //!   that is best on average over the same inputs (thesis Table 4-3).
+//! * `strata_latency_us`, `strata_model`, `strata_model_picks`: the Strata collectives on
+//!   threads (see `strata.rs`).
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
+
+mod strata;
 
 use clap::Parser;
 use rand::rngs::StdRng;
@@ -35,6 +39,9 @@ struct Cli {
     /// The full study: 1000 inputs.
     #[arg(long)]
     full: bool,
+    /// Only one study: `sort` or `strata`.
+    #[arg(long)]
+    only: Option<String>,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results/tune.json")]
     out: PathBuf,
@@ -190,6 +197,24 @@ fn main() {
     };
     let mut records: Vec<Value> = Vec::new();
 
+    if cli.only.as_deref().map_or(true, |o| o == "sort") {
+        sort_study(&mut records, inputs, cli.full);
+    }
+    if cli.only.as_deref().map_or(true, |o| o == "strata") {
+        strata::run(&mut records, cli.full);
+    }
+
+
+    if let Some(dir) = cli.out.parent() {
+        std::fs::create_dir_all(dir).expect("cannot create the results directory");
+    }
+    let text = serde_json::to_string_pretty(&records).expect("records are JSON");
+    std::fs::write(&cli.out, text + "\n").expect("cannot write the results");
+    println!("results written to {}", cli.out.display());
+}
+
+/// The toolkit on three sorts: calibration, selection cost, accuracy and gain.
+fn sort_study(records: &mut Vec<Value>, inputs: usize, full: bool) {
     // Calibration.
     let mut models = Vec::new();
     for (name, f, max_n) in IMPLEMENTATIONS {
@@ -341,7 +366,7 @@ fn main() {
         "library": "sort (insertion, pdqsort, radix8)",
         "platform": "threads in one process",
         "inputs": inputs,
-        "full": cli.full,
+        "full": full,
         "strict": strict as f64 / inputs as f64,
         "within_3pct": within as f64 / inputs as f64,
         "wrong": wrong,
@@ -359,10 +384,4 @@ fn main() {
         "unit": "s summed over the inputs",
     }));
 
-    if let Some(dir) = cli.out.parent() {
-        std::fs::create_dir_all(dir).expect("cannot create the results directory");
-    }
-    let text = serde_json::to_string_pretty(&records).expect("records are JSON");
-    std::fs::write(&cli.out, text + "\n").expect("cannot write the results");
-    println!("results written to {}", cli.out.display());
 }

@@ -192,4 +192,40 @@ impl Profiler {
         }
         samples
     }
+
+    /// Measures with the caller's own data collection (thesis §6.3: some operations, a
+    /// collective over a group or the cost of receiving, cannot be timed by a wrapper):
+    /// `measure` returns seconds for a point, and the sample is the median of
+    /// [`repeats`](Profiler::repeats) calls after the warm-up.
+    pub fn profile_measured(
+        &self,
+        points: &[Vec<f64>],
+        mut measure: impl FnMut(&[f64]) -> f64,
+        mut progress: impl FnMut(Progress),
+    ) -> Vec<Sample> {
+        let start = Instant::now();
+        if let Some(p) = points.first() {
+            for _ in 0..self.warmup {
+                measure(p);
+            }
+        }
+        let mut samples = Vec::with_capacity(points.len());
+        for (i, p) in points.iter().enumerate() {
+            let mut times: Vec<f64> = (0..self.repeats.max(1)).map(|_| measure(p)).collect();
+            times.sort_by(f64::total_cmp);
+            samples.push(Sample {
+                x: p.clone(),
+                y: times[times.len() / 2].max(1e-9),
+            });
+            let elapsed = start.elapsed();
+            let done = i + 1;
+            progress(Progress {
+                done,
+                total: points.len(),
+                elapsed,
+                eta: elapsed.mul_f64((points.len() - done) as f64 / done as f64),
+            });
+        }
+        samples
+    }
 }
