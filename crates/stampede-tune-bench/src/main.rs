@@ -204,7 +204,6 @@ fn main() {
         strata::run(&mut records, cli.full);
     }
 
-
     if let Some(dir) = cli.out.parent() {
         std::fs::create_dir_all(dir).expect("cannot create the results directory");
     }
@@ -383,5 +382,4 @@ fn sort_study(records: &mut Vec<Value>, inputs: usize, full: bool) {
         "best_possible": best_total,
         "unit": "s summed over the inputs",
     }));
-
 }

@@ -72,7 +72,9 @@ pub fn run(records: &mut Vec<Value>, full: bool) {
         ];
         for _ in 0..repeats {
             let t = |op| time_in_threads(op, p, 1, reps, &opts).expect("a group of threads");
-            rows[0].1.push(t(Operation::Barrier(BarrierKind::Dissemination)));
+            rows[0]
+                .1
+                .push(t(Operation::Barrier(BarrierKind::Dissemination)));
             rows[1].1.push(t(Operation::Barrier(BarrierKind::Tree)));
             rows[2].1.push(t(Operation::Reduce));
             rows[3].1.push(std_barrier(p, reps));
@@ -86,7 +88,12 @@ pub fn run(records: &mut Vec<Value>, full: bool) {
         for (name, stampede, baseline, base_name) in [
             ("barrier_dissemination", m[0], m[3], "std::sync::Barrier"),
             ("barrier_tree", m[1], m[3], "std::sync::Barrier"),
-            ("reduce", m[2], m[4], "slots, std::sync::Barrier, sum, barrier"),
+            (
+                "reduce",
+                m[2],
+                m[4],
+                "slots, std::sync::Barrier, sum, barrier",
+            ),
         ] {
             records.push(json!({
                 "metric": "strata_latency_us",
@@ -115,7 +122,11 @@ pub fn run(records: &mut Vec<Value>, full: bool) {
                 .into_iter()
                 .map(|x| {
                     let (p, n) = (x[0] as usize, x.get(1).map_or(1, |&n| n as usize));
-                    let reps = if matches!(op, Operation::AllToAll(_)) { 5 } else { 50 };
+                    let reps = if matches!(op, Operation::AllToAll(_)) {
+                        5
+                    } else {
+                        50
+                    };
                     let y = median(
                         (0..3)
                             .map(|_| time_in_threads(op, p, n, reps, &opts).expect("a run"))
@@ -145,28 +156,35 @@ pub fn run(records: &mut Vec<Value>, full: bool) {
     }
 
     // The models' picks against the measured best.
-    let barriers = Selector::new(
-        models
-            .iter()
-            .filter(|(op, _)| matches!(op, Operation::Barrier(_)))
-            .map(|(_, m)| m.clone())
-            .collect(),
-    );
-    let exchanges = Selector::new(
-        models
-            .iter()
-            .filter(|(op, _)| matches!(op, Operation::AllToAll(_)))
-            .map(|(_, m)| m.clone())
-            .collect(),
-    );
+    let of = |keep: fn(&Operation) -> bool| {
+        Selector::new(
+            models
+                .iter()
+                .filter(|(op, _)| keep(op))
+                .map(|(_, m)| m.clone())
+                .collect(),
+        )
+    };
+    let barriers = of(|op| matches!(op, Operation::Barrier(_)));
+    let exchanges = of(|op| matches!(op, Operation::AllToAll(_)));
     let barrier_ops = [BarrierKind::Dissemination, BarrierKind::Tree];
-    let exchange_ops = [Exchange::Barriers { every: 1 }, Exchange::Interleaved, Exchange::Direct];
+    let exchange_ops = [
+        Exchange::Barriers { every: 1 },
+        Exchange::Interleaved,
+        Exchange::Direct,
+    ];
     let mut picks = Vec::new();
     for p in 2..=MAX_P {
         let measured: Vec<f64> = barrier_ops
             .iter()
             .map(|&k| {
-                median((0..3).map(|_| time_in_threads(Operation::Barrier(k), p, 0, 500, &opts).expect("a run")).collect())
+                median(
+                    (0..3)
+                        .map(|_| {
+                            time_in_threads(Operation::Barrier(k), p, 0, 500, &opts).expect("a run")
+                        })
+                        .collect(),
+                )
             })
             .collect();
         picks.push(pick_record("barrier", &[p as f64], &barriers, &measured));
@@ -176,14 +194,29 @@ pub fn run(records: &mut Vec<Value>, full: bool) {
             let measured: Vec<f64> = exchange_ops
                 .iter()
                 .map(|&h| {
-                    median((0..3).map(|_| time_in_threads(Operation::AllToAll(h), p, n, 10, &opts).expect("a run")).collect())
+                    median(
+                        (0..3)
+                            .map(|_| {
+                                time_in_threads(Operation::AllToAll(h), p, n, 10, &opts)
+                                    .expect("a run")
+                            })
+                            .collect(),
+                    )
                 })
                 .collect();
-            picks.push(pick_record("all_to_all", &[p as f64, n as f64], &exchanges, &measured));
+            picks.push(pick_record(
+                "all_to_all",
+                &[p as f64, n as f64],
+                &exchanges,
+                &measured,
+            ));
         }
     }
     let right = picks.iter().filter(|r| r["within_3pct"] == true).count();
-    println!("strata model picks: {right} of {} within 3% of the measured best", picks.len());
+    println!(
+        "strata model picks: {right} of {} within 3% of the measured best",
+        picks.len()
+    );
     records.push(json!({
         "metric": "strata_model_picks",
         "platform": "threads in one process",
