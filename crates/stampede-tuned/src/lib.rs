@@ -1,0 +1,12 @@
+//! Self-tuning libraries (Brewer's thesis, ch. 4-5) on the Strata collectives: several
+//! real implementations of one operation, whose cost models, calibrated on the deployment,
+//! pick the implementation and its parameters for each input.
+//!
+//! [`sort`]: parallel sorting of `u32` keys held by the members of a group, by LSD radix
+//! sort with 4-, 8-, 11- or 16-bit digits or by sample sort; [`SortLibrary`] calibrates a
+//! model of each on the deployment and picks one per input.
+
+pub mod sort;
+mod sort_models;
+
+pub use sort_models::{keys, spec, time_threads, SortLibrary};

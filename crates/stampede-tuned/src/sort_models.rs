@@ -1,0 +1,143 @@
+//! Cost models of the sort implementations, calibrated on a deployment, and the selector
+//! that picks one for an input (thesis §4.5).
+
+use std::time::Instant;
+
+use stampede_core::Runtime;
+use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
+use stampede_tune::{
+    fit, sample_points, Model, ModelSpec, Profiler, Selector, TermSpec, TuneError,
+};
+
+use crate::sort::{sort, Algorithm};
+
+/// The model specification of `algorithm` over group sizes `2..=max_p` and `16..=max_n`
+/// keys per member: a start-up, per-key work, the collectives' growth with the group, and
+/// for sample sort the local sort's `n log n`. The group's terms are left out when only
+/// groups of two are calibrated.
+pub fn spec(algorithm: Algorithm, max_p: usize, max_n: usize) -> Result<ModelSpec, TuneError> {
+    let t = TermSpec::parse;
+    let mut b = ModelSpec::new(&algorithm.name())
+        .variable("p", 2.0, max_p.max(2) as f64, true)
+        .variable("n", 16.0, max_n as f64, true)
+        .term(t("1")?)
+        .term(t("n")?);
+    // With one group size, the group's terms are the start-up's and the keys' again.
+    if max_p > 2 {
+        b = b.term(t("p")?).term(t("n*log2(p)")?);
+    }
+    match algorithm {
+        Algorithm::Radix(_) => b,
+        Algorithm::Sample => b.term(t("n*log2(n)")?),
+    }
+    .build()
+}
+
+/// Pseudo-random keys, reproducible from `seed`.
+pub fn keys(n: usize, seed: u64) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u32
+        })
+        .collect()
+}
+
+/// Seconds for the slowest of `p` threads in one process to sort `n` keys each.
+pub fn time_threads(
+    algorithm: Algorithm,
+    p: usize,
+    n: usize,
+    exchange: Exchange,
+    seed: u64,
+) -> Result<f64, StrataError> {
+    let rt = Runtime::new();
+    let times: Vec<Result<f64, StrataError>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..p)
+            .map(|rank| {
+                let rt = rt.clone();
+                s.spawn(move || {
+                    let m = Member::join(&rt, "sort", rank, p, GroupOptions::default())?;
+                    let mine = keys(n, seed ^ rank as u64);
+                    m.barrier()?;
+                    let t0 = Instant::now();
+                    std::hint::black_box(sort(&m, mine, algorithm, exchange)?);
+                    let t = t0.elapsed().as_secs_f64();
+                    m.combine_one(Combine::Reduce, Op::Max, t)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("a sorting thread panicked"))
+            .collect()
+    });
+    times.into_iter().next().expect("one member at least")
+}
+
+/// The sort library: a model per implementation and the selector over them.
+#[derive(Clone, Debug)]
+pub struct SortLibrary {
+    selector: Selector,
+    algorithms: Vec<Algorithm>,
+}
+
+impl SortLibrary {
+    /// Calibrates every implementation on threads in one process: `points` samples each
+    /// over `2..=max_p` members and up to `max_n` keys per member.
+    pub fn calibrate_threads(
+        algorithms: &[Algorithm],
+        max_p: usize,
+        max_n: usize,
+        points: usize,
+        exchange: Exchange,
+    ) -> Result<SortLibrary, StrataError> {
+        let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
+        let mut models = Vec::new();
+        for &a in algorithms {
+            let spec = spec(a, max_p, max_n).map_err(bad)?;
+            let mut failed = None;
+            let samples = Profiler::default().profile_measured(
+                &sample_points(&spec, points, 3),
+                |x| {
+                    time_threads(a, x[0] as usize, x[1] as usize, exchange, 11).unwrap_or_else(
+                        |e| {
+                            failed.get_or_insert(e);
+                            f64::NAN
+                        },
+                    )
+                },
+                |_| (),
+            );
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            models.push(fit(&spec, &samples, 0.95).map_err(bad)?);
+        }
+        Ok(SortLibrary::from_models(algorithms.to_vec(), models))
+    }
+
+    /// A library from models already calibrated (for example loaded from a model file),
+    /// one per algorithm, in the same order.
+    pub fn from_models(algorithms: Vec<Algorithm>, models: Vec<Model>) -> SortLibrary {
+        SortLibrary {
+            selector: Selector::new(models),
+            algorithms,
+        }
+    }
+
+    /// The models, in the order of the algorithms.
+    pub fn models(&self) -> &[Model] {
+        self.selector.models()
+    }
+
+    /// The implementation predicted fastest for `p` members with `n` keys each; `None`
+    /// outside every model's calibrated range.
+    pub fn choose(&self, p: usize, n: usize) -> Option<Algorithm> {
+        self.selector
+            .best(&[p as f64, n as f64])
+            .map(|i| self.algorithms[i])
+    }
+}
