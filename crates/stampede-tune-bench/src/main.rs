@@ -22,6 +22,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod psort;
 mod strata;
 
 use clap::Parser;
@@ -39,7 +40,7 @@ struct Cli {
     /// The full study: 1000 inputs.
     #[arg(long)]
     full: bool,
-    /// Only one study: `sort` or `strata`.
+    /// Only one study: `sort`, `strata` or `psort`.
     #[arg(long)]
     only: Option<String>,
     /// Where to write the JSON results.
@@ -202,6 +203,13 @@ fn main() {
     }
     if cli.only.as_deref().map_or(true, |o| o == "strata") {
         strata::run(&mut records, cli.full);
+    }
+    if cli.only.as_deref().map_or(true, |o| o == "psort") {
+        psort::run(
+            &mut records,
+            if cli.full { inputs } else { inputs / 2 },
+            cli.full,
+        );
     }
 
     if let Some(dir) = cli.out.parent() {

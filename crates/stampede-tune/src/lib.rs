@@ -52,7 +52,5 @@ pub use select::{argmin_integer, crossover, Choice, Selector};
 pub use spec::{Factor, ModelSpec, SpecBuilder, Term, TermSpec, Variable};
 pub use store::{Fingerprint, ModelFile, StalePolicy};
 
-// The guide's examples are compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/tuning.md")]
-struct Guide;
+// The guide's examples, which also use the sort library, run as doc tests of
+// `stampede-tuned`.

@@ -9,4 +9,9 @@
 pub mod sort;
 mod sort_models;
 
-pub use sort_models::{keys, spec, time_threads, SortLibrary};
+pub use sort_models::{keys, spec, time_threads, DigitModel, SortLibrary, DIGITS};
+
+// The tuning guide's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/tuning.md")]
+struct Guide;

@@ -141,3 +141,112 @@ impl SortLibrary {
             .map(|i| self.algorithms[i])
     }
 }
+
+/// The radix sort's digit size as a parameter (thesis §5.3): one model of the radix sort
+/// over `p`, `n`, the number of passes `q = ⌈32/b⌉` and the radix `r = 2^b`, whose terms
+/// are per pass (`q`), per key and pass (`q·n`), per digit value and pass (`q·r`, the
+/// histograms and their scans) and the scans' depth (`q·r·log2 p`). Minimising it over
+/// `b` gives the best digit size for an input.
+#[derive(Clone, Debug)]
+pub struct DigitModel {
+    model: Model,
+}
+
+/// The digit sizes the parameter ranges over.
+pub const DIGITS: std::ops::RangeInclusive<u32> = 2..=16;
+
+fn digit_x(p: usize, n: usize, bits: u32) -> [f64; 4] {
+    [
+        p as f64,
+        n as f64,
+        32u32.div_ceil(bits) as f64,
+        (1u64 << bits) as f64,
+    ]
+}
+
+impl DigitModel {
+    /// The specification over `2..=max_p` members and `16..=max_n` keys each.
+    pub fn spec(max_p: usize, max_n: usize) -> Result<ModelSpec, TuneError> {
+        let t = TermSpec::parse;
+        let mut b = ModelSpec::new("radix_digits")
+            .variable("p", 2.0, max_p.max(2) as f64, true)
+            .variable("n", 16.0, max_n as f64, true)
+            .variable("q", 2.0, 16.0, true)
+            .variable("r", 4.0, 65_536.0, true)
+            .term(t("1")?)
+            .term(t("q")?)
+            .term(t("q*n")?)
+            .term(t("q*r")?);
+        if max_p > 2 {
+            b = b.term(t("q*r*log2(p)")?).term(t("q*log2(p)")?);
+        }
+        b.build()
+    }
+
+    /// Calibrates on threads in one process over every digit size in [`DIGITS`].
+    pub fn calibrate_threads(
+        max_p: usize,
+        max_n: usize,
+        points: usize,
+        exchange: Exchange,
+    ) -> Result<DigitModel, StrataError> {
+        let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
+        let spec = Self::spec(max_p, max_n).map_err(bad)?;
+        // Sample placement over (p, n, b); the model's variables follow from b.
+        let placement = ModelSpec::new("radix_digits_placement")
+            .variable("p", 2.0, max_p.max(2) as f64, true)
+            .variable("n", 16.0, max_n as f64, true)
+            .variable("b", *DIGITS.start() as f64, *DIGITS.end() as f64, true)
+            .term(TermSpec::one())
+            .build()
+            .map_err(bad)?;
+        let points: Vec<Vec<f64>> = sample_points(&placement, points, 5)
+            .into_iter()
+            .map(|x| digit_x(x[0] as usize, x[1] as usize, x[2] as u32).to_vec())
+            .collect();
+        let mut failed = None;
+        let samples = Profiler::default().profile_measured(
+            &points,
+            |x| {
+                let bits = (x[3] as u64).trailing_zeros();
+                time_threads(
+                    Algorithm::Radix(bits),
+                    x[0] as usize,
+                    x[1] as usize,
+                    exchange,
+                    13,
+                )
+                .unwrap_or_else(|e| {
+                    failed.get_or_insert(e);
+                    f64::NAN
+                })
+            },
+            |_| (),
+        );
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(DigitModel {
+            model: fit(&spec, &samples, 0.95).map_err(bad)?,
+        })
+    }
+
+    /// The fitted model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The predicted seconds of a radix sort with `bits`-bit digits.
+    pub fn predict(&self, p: usize, n: usize, bits: u32) -> f64 {
+        self.model.predict(&digit_x(p, n, bits))
+    }
+
+    /// The digit size predicted fastest, with its predicted seconds; `None` outside the
+    /// calibrated ranges.
+    pub fn best(&self, p: usize, n: usize) -> Option<(u32, f64)> {
+        DIGITS
+            .map(|b| (b, self.predict(p, n, b)))
+            .filter(|(_, t)| t.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+}

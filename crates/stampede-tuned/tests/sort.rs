@@ -87,3 +87,15 @@ fn the_library_calibrates_on_tiny_ranges_and_picks_within_them() {
         "outside the calibrated key counts"
     );
 }
+
+#[test]
+fn the_digit_model_picks_a_digit_size_within_its_range() {
+    use stampede_tuned::{DigitModel, DIGITS};
+    let m = DigitModel::calibrate_threads(2, 512, 10, Exchange::Interleaved).unwrap();
+    let (bits, t) = m.best(2, 300).unwrap();
+    assert!(DIGITS.contains(&bits) && t > 0.0);
+    assert!(
+        m.best(2, 10_000).is_none(),
+        "outside the calibrated key counts"
+    );
+}
