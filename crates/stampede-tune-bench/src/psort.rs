@@ -209,7 +209,7 @@ pub fn run(records: &mut Vec<Value>, inputs: usize, full: bool) {
 
     // Crossovers, predicted and measured on a grid (thesis Table 4-4).
     let mut table = Vec::new();
-    for p in 2..=MAX_P {
+    for (p, near) in crossings.iter().enumerate().skip(2) {
         let grid: Vec<usize> = (0..=10)
             .map(|i| (MIN_N as f64 * (MAX_N as f64 / MIN_N as f64).powf(i as f64 / 10.0)) as usize)
             .collect();
@@ -229,7 +229,7 @@ pub fn run(records: &mut Vec<Value>, inputs: usize, full: bool) {
             .filter(|(_, w)| w[0] != w[1])
             .map(|(n, w)| json!({"between": [n[0], n[1]], "from": w[0], "to": w[1]}))
             .collect();
-        let predicted: Vec<Value> = crossings[p]
+        let predicted: Vec<Value> = near
             .iter()
             .map(|(n, a, b)| json!({"n": n.round(), "from": a, "to": b}))
             .collect();
