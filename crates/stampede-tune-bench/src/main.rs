@@ -22,8 +22,11 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod procs;
 mod psort;
+mod stencil;
 mod strata;
+mod study;
 
 use clap::Parser;
 use rand::rngs::StdRng;
@@ -40,7 +43,8 @@ struct Cli {
     /// The full study: 1000 inputs.
     #[arg(long)]
     full: bool,
-    /// Only one study: `sort`, `strata` or `psort`.
+    /// Only one study: `sort`, `strata`, `psort` or `stencil` (on threads), or `processes`
+    /// (both libraries on processes).
     #[arg(long)]
     only: Option<String>,
     /// Where to write the JSON results.
@@ -190,6 +194,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    if procs::worker() {
+        return;
+    }
     let cli = Cli::parse();
     let inputs = if cli.full {
         cli.inputs.max(1000)
@@ -198,17 +205,54 @@ fn main() {
     };
     let mut records: Vec<Value> = Vec::new();
 
-    if cli.only.as_deref().map_or(true, |o| o == "sort") {
+    let wants = |name: &str| cli.only.as_deref().map_or(true, |o| o == name);
+    if wants("sort") {
         sort_study(&mut records, inputs, cli.full);
     }
-    if cli.only.as_deref().map_or(true, |o| o == "strata") {
+    if wants("strata") {
         strata::run(&mut records, cli.full);
     }
-    if cli.only.as_deref().map_or(true, |o| o == "psort") {
+    // The libraries' studies sample half as many inputs as the sort toolkit's by default.
+    let lib_inputs = if cli.full { inputs } else { inputs / 2 };
+    if wants("psort") {
         psort::run(
             &mut records,
-            if cli.full { inputs } else { inputs / 2 },
+            lib_inputs,
             cli.full,
+            "threads in one process",
+            4,
+            &mut psort::threads,
+        );
+    }
+    if wants("stencil") {
+        stencil::run(
+            &mut records,
+            lib_inputs,
+            cli.full,
+            "threads in one process",
+            4,
+            &mut |l, n, t, k, seed| {
+                stampede_tuned::time_stencil_threads(l, 4, n, t, k, seed).expect("a stencil run")
+            },
+        );
+    }
+    if wants("processes") {
+        let mut group = procs::Processes::start(4);
+        psort::run(
+            &mut records,
+            lib_inputs,
+            cli.full,
+            "processes on one host",
+            group.size(),
+            &mut |a, p, n, seed| group.time_sort(a, p, n, seed).expect("a sort run"),
+        );
+        stencil::run(
+            &mut records,
+            lib_inputs,
+            cli.full,
+            "processes on one host",
+            group.size(),
+            &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
         );
     }
 

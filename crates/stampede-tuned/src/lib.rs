@@ -5,11 +5,20 @@
 //! [`sort`]: parallel sorting of `u32` keys held by the members of a group, by LSD radix
 //! sort with 4-, 8-, 11- or 16-bit digits or by sample sort; [`SortLibrary`] calibrates a
 //! model of each on the deployment and picks one per input.
+//!
+//! [`stencil`]: successive over-relaxation of a grid divided among the members by five
+//! layouts, with ghost zones whose width (the extra rows) is a parameter.
 
 pub mod sort;
 mod sort_models;
+pub mod stencil;
+mod stencil_models;
 
 pub use sort_models::{keys, spec, time_threads, DigitModel, SortLibrary, DIGITS};
+pub use stencil_models::{
+    grid, stencil_spec, time_threads as time_stencil_threads, ExtraRowsModel, StencilLibrary,
+    StencilMeasure, EXTRA, OMEGA,
+};
 
 // The tuning guide's examples are compiled and run as doc tests.
 #[cfg(doctest)]

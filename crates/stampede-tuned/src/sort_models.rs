@@ -94,6 +94,20 @@ impl SortLibrary {
         points: usize,
         exchange: Exchange,
     ) -> Result<SortLibrary, StrataError> {
+        Self::calibrate(algorithms, max_p, max_n, points, |a, p, n, seed| {
+            time_threads(a, p, n, exchange, seed)
+        })
+    }
+
+    /// Calibrates on any platform: `measure(algorithm, p, n, seed)` returns the seconds of
+    /// the slowest of `p` members sorting `n` keys each (processes over a network, say).
+    pub fn calibrate(
+        algorithms: &[Algorithm],
+        max_p: usize,
+        max_n: usize,
+        points: usize,
+        mut measure: impl FnMut(Algorithm, usize, usize, u64) -> Result<f64, StrataError>,
+    ) -> Result<SortLibrary, StrataError> {
         let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
         let mut models = Vec::new();
         for &a in algorithms {
@@ -102,12 +116,10 @@ impl SortLibrary {
             let samples = Profiler::default().profile_measured(
                 &sample_points(&spec, points, 3),
                 |x| {
-                    time_threads(a, x[0] as usize, x[1] as usize, exchange, 11).unwrap_or_else(
-                        |e| {
-                            failed.get_or_insert(e);
-                            f64::NAN
-                        },
-                    )
+                    measure(a, x[0] as usize, x[1] as usize, 11).unwrap_or_else(|e| {
+                        failed.get_or_insert(e);
+                        f64::NAN
+                    })
                 },
                 |_| (),
             );
@@ -190,6 +202,18 @@ impl DigitModel {
         points: usize,
         exchange: Exchange,
     ) -> Result<DigitModel, StrataError> {
+        Self::calibrate(max_p, max_n, points, |a, p, n, seed| {
+            time_threads(a, p, n, exchange, seed)
+        })
+    }
+
+    /// Calibrates on any platform (see [`SortLibrary::calibrate`]).
+    pub fn calibrate(
+        max_p: usize,
+        max_n: usize,
+        points: usize,
+        mut measure: impl FnMut(Algorithm, usize, usize, u64) -> Result<f64, StrataError>,
+    ) -> Result<DigitModel, StrataError> {
         let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
         let spec = Self::spec(max_p, max_n).map_err(bad)?;
         // Sample placement over (p, n, b); the model's variables follow from b.
@@ -209,17 +233,12 @@ impl DigitModel {
             &points,
             |x| {
                 let bits = (x[3] as u64).trailing_zeros();
-                time_threads(
-                    Algorithm::Radix(bits),
-                    x[0] as usize,
-                    x[1] as usize,
-                    exchange,
-                    13,
+                measure(Algorithm::Radix(bits), x[0] as usize, x[1] as usize, 13).unwrap_or_else(
+                    |e| {
+                        failed.get_or_insert(e);
+                        f64::NAN
+                    },
                 )
-                .unwrap_or_else(|e| {
-                    failed.get_or_insert(e);
-                    f64::NAN
-                })
             },
             |_| (),
         );

@@ -1,0 +1,230 @@
+//! The processes platform: a group of address spaces, one per process, on this host over
+//! Zenoh (loopback TCP, shared memory for large items). This process is member 0 and
+//! drives; the others are this binary started again as workers. Each measurement is one
+//! command broadcast to every member; the members of the sub-group it names sort, and the
+//! slowest one's time comes back as a reduction.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stampede_net::{Config, Space};
+use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
+use stampede_tuned::sort::{sort, Algorithm};
+use stampede_tuned::stencil::{relax_grid, Layout};
+use stampede_tuned::{grid, keys, OMEGA};
+
+const ROLE: &str = "STAMPEDE_TUNE_WORKER";
+
+fn opts() -> GroupOptions {
+    GroupOptions::default().timeout(Some(Duration::from_secs(120)))
+}
+
+/// What the members measure.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    /// Sort `n` keys per member in a group of `p`.
+    Sort(Algorithm, usize, usize, u64),
+    /// Relax an `n × n` grid `t` times with ghost zones `extra` wide, over every member.
+    Stencil(Layout, usize, usize, usize, u64),
+}
+
+/// A command: `None` stops the workers.
+fn encode(job: Option<Job>) -> Vec<u8> {
+    let words = |out: &mut Vec<u8>, ws: &[u64]| {
+        for w in ws {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+    };
+    let mut out = Vec::new();
+    match job {
+        None => out.push(0),
+        Some(Job::Sort(a, p, n, seed)) => {
+            out.extend([
+                1,
+                match a {
+                    Algorithm::Radix(b) => b as u8,
+                    Algorithm::Sample => 255,
+                },
+            ]);
+            words(&mut out, &[p as u64, n as u64, seed]);
+        }
+        Some(Job::Stencil(l, n, t, extra, seed)) => {
+            let code = Layout::ALL.iter().position(|&x| x == l).expect("a layout") as u8;
+            out.extend([2, code]);
+            words(&mut out, &[n as u64, t as u64, extra as u64, seed]);
+        }
+    }
+    out
+}
+
+fn decode(b: &[u8]) -> Option<Job> {
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            b.get(2 + 8 * i..10 + 8 * i)?.try_into().ok()?,
+        ))
+    };
+    match b.first()? {
+        1 => {
+            let a = match b[1] {
+                255 => Algorithm::Sample,
+                bits => Algorithm::Radix(bits as u32),
+            };
+            Some(Job::Sort(a, word(0)? as usize, word(1)? as usize, word(2)?))
+        }
+        2 => Some(Job::Stencil(
+            *Layout::ALL.get(b[1] as usize)?,
+            word(0)? as usize,
+            word(1)? as usize,
+            word(2)? as usize,
+            word(3)?,
+        )),
+        _ => None,
+    }
+}
+
+/// One measurement as member `rank`: the sort's seconds here, or zero outside the
+/// sub-group.
+fn take_part(
+    space: &Space,
+    subs: &mut HashMap<usize, Member>,
+    all: &Member,
+    job: Job,
+) -> Result<f64, StrataError> {
+    let rank = all.rank();
+    match job {
+        Job::Sort(a, p, n, seed) => {
+            if rank >= p {
+                return Ok(0.0);
+            }
+            if !subs.contains_key(&p) {
+                let m = Member::join(space, &format!("sort{p}"), rank, p, opts())?;
+                subs.insert(p, m);
+            }
+            let m = &subs[&p];
+            let mine = keys(n, seed ^ rank as u64);
+            m.barrier()?;
+            let t0 = Instant::now();
+            std::hint::black_box(sort(m, mine, a, Exchange::Interleaved)?);
+            Ok(t0.elapsed().as_secs_f64())
+        }
+        Job::Stencil(layout, n, t, extra, seed) => {
+            let g = if rank == 0 { grid(n, seed) } else { Vec::new() };
+            all.barrier()?;
+            let t0 = Instant::now();
+            std::hint::black_box(relax_grid(all, &g, n, t, OMEGA, layout, extra)?);
+            Ok(t0.elapsed().as_secs_f64())
+        }
+    }
+}
+
+/// Runs a worker if this process was started as one; returns whether it was.
+pub fn worker() -> bool {
+    let Ok(rank) = std::env::var(ROLE) else {
+        return false;
+    };
+    let rank: usize = rank.parse().expect("a worker's rank");
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
+    let size: usize = env("SIZE").parse().expect("a size");
+    let space = Space::join(&env("APP"), Config::peer().connect(env("ROUTER"))).expect("joining");
+    let all = Member::join(&space, "all", rank, size, opts()).expect("the group");
+    let mut subs = HashMap::new();
+    loop {
+        let cmd = all.broadcast_bytes(0, Vec::new()).expect("a command");
+        let Some(job) = decode(&cmd) else { break };
+        let t = take_part(&space, &mut subs, &all, job).expect("a measurement");
+        all.combine_one(Combine::Reduce, Op::Max, t)
+            .expect("the time");
+    }
+    drop(subs);
+    drop(all);
+    space.leave();
+    true
+}
+
+/// Member 0 of a group of `size` processes.
+pub struct Processes {
+    space: Space,
+    all: Option<Member>,
+    subs: HashMap<usize, Member>,
+    kids: Vec<Child>,
+}
+
+impl Processes {
+    pub fn start(size: usize) -> Processes {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let ep = format!("tcp/127.0.0.1:{port}");
+        let app = format!("tune-{}", std::process::id());
+        let space = Space::join(&app, Config::router(ep.clone())).expect("the router");
+        let exe = std::env::current_exe().expect("this binary");
+        let kids = (1..size)
+            .map(|rank| {
+                Command::new(&exe)
+                    .env(ROLE, rank.to_string())
+                    .env("SIZE", size.to_string())
+                    .env("APP", &app)
+                    .env("ROUTER", &ep)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("a worker")
+            })
+            .collect();
+        let all = Member::join(&space, "all", 0, size, opts()).expect("the group");
+        Processes {
+            space,
+            all: Some(all),
+            subs: HashMap::new(),
+            kids,
+        }
+    }
+
+    /// The slowest member's seconds to sort `n` keys each in a group of `p` processes.
+    pub fn time_sort(
+        &mut self,
+        a: Algorithm,
+        p: usize,
+        n: usize,
+        seed: u64,
+    ) -> Result<f64, StrataError> {
+        self.run(Job::Sort(a, p, n, seed))
+    }
+
+    /// The members in the group.
+    pub fn size(&self) -> usize {
+        self.all.as_ref().expect("running").size()
+    }
+
+    /// The slowest member's seconds to relax an `n × n` grid `t` times over every member.
+    pub fn time_stencil(
+        &mut self,
+        layout: Layout,
+        n: usize,
+        t: usize,
+        extra: usize,
+        seed: u64,
+    ) -> Result<f64, StrataError> {
+        self.run(Job::Stencil(layout, n, t, extra, seed))
+    }
+
+    fn run(&mut self, job: Job) -> Result<f64, StrataError> {
+        let all = self.all.as_ref().expect("running");
+        all.broadcast_bytes(0, encode(Some(job)))?;
+        let t = take_part(&self.space, &mut self.subs, all, job)?;
+        all.combine_one(Combine::Reduce, Op::Max, t)
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        if let Some(all) = self.all.take() {
+            let _ = all.broadcast_bytes(0, encode(None));
+        }
+        for k in &mut self.kids {
+            let _ = k.wait();
+        }
+        self.subs.clear();
+    }
+}
