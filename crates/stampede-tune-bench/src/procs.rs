@@ -97,11 +97,12 @@ fn take_part(
             if rank >= p {
                 return Ok(0.0);
             }
-            if !subs.contains_key(&p) {
-                let m = Member::join(space, &format!("sort{p}"), rank, p, opts())?;
-                subs.insert(p, m);
-            }
-            let m = &subs[&p];
+            let m = match subs.entry(p) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(Member::join(space, &format!("sort{p}"), rank, p, opts())?)
+                }
+            };
             let mine = keys(n, seed ^ rank as u64);
             m.barrier()?;
             let t0 = Instant::now();
