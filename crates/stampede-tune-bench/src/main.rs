@@ -20,8 +20,9 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+mod netns;
 mod procs;
 mod psort;
 mod stencil;
@@ -43,8 +44,8 @@ struct Cli {
     /// The full study: 1000 inputs.
     #[arg(long)]
     full: bool,
-    /// Only one study: `sort`, `strata`, `psort` or `stencil` (on threads), or `processes`
-    /// (both libraries on processes).
+    /// Only one study: `sort`, `strata`, `psort` or `stencil` (on threads), `processes`
+    /// (both libraries on processes on this host) or `hosts` (on emulated hosts, as root).
     #[arg(long)]
     only: Option<String>,
     /// Where to write the JSON results.
@@ -254,6 +255,40 @@ fn main() {
             group.size(),
             &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
         );
+    }
+    // Emulated hosts take minutes per link: with --full or --only hosts.
+    if cli.only.as_deref() == Some("hosts") || (cli.full && cli.only.is_none()) {
+        for delay_ms in [1u64, 10] {
+            let platform = format!("hosts: 100 Mbit/s links, {delay_ms} ms each way");
+            match procs::Processes::start_hosts(4, "100mbit", Duration::from_millis(delay_ms)) {
+                Ok(mut group) => {
+                    psort::run(
+                        &mut records,
+                        lib_inputs,
+                        cli.full,
+                        &platform,
+                        group.size(),
+                        &mut |a, p, n, seed| group.time_sort(a, p, n, seed).expect("a sort run"),
+                    );
+                    stencil::run(
+                        &mut records,
+                        lib_inputs,
+                        cli.full,
+                        &platform,
+                        group.size(),
+                        &mut |l, n, t, k, seed| {
+                            group.time_stencil(l, n, t, k, seed).expect("a stencil run")
+                        },
+                    );
+                }
+                Err(why) => {
+                    println!("{platform}: skipped ({why})");
+                    records.push(
+                        json!({"metric": "platform_skipped", "platform": platform, "why": why}),
+                    );
+                }
+            }
+        }
     }
 
     if let Some(dir) = cli.out.parent() {

@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use stampede_net::{Config, Space};
+
+use crate::netns::Network;
 use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
 use stampede_tuned::sort::{sort, Algorithm};
 use stampede_tuned::stencil::{relax_grid, Layout};
@@ -127,7 +129,15 @@ pub fn worker() -> bool {
     let rank: usize = rank.parse().expect("a worker's rank");
     let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
     let size: usize = env("SIZE").parse().expect("a size");
-    let space = Space::join(&env("APP"), Config::peer().connect(env("ROUTER"))).expect("joining");
+    let cfg = match std::env::var("THROUGH") {
+        // An emulated host: one link, through its relay, every byte on the wire.
+        Ok(relay) => Config {
+            shm_pool: 0,
+            ..Config::client(relay)
+        },
+        Err(_) => Config::peer().connect(env("ROUTER")),
+    };
+    let space = Space::join(&env("APP"), cfg).expect("joining");
     let all = Member::join(&space, "all", rank, size, opts()).expect("the group");
     let mut subs = HashMap::new();
     loop {
@@ -145,6 +155,8 @@ pub fn worker() -> bool {
 
 /// Member 0 of a group of `size` processes.
 pub struct Processes {
+    // Dropped after the workers have stopped.
+    _network: Option<Network>,
     space: Space,
     all: Option<Member>,
     subs: HashMap<usize, Member>,
@@ -152,34 +164,60 @@ pub struct Processes {
 }
 
 impl Processes {
+    /// `size` processes on this host, over loopback and shared memory.
     pub fn start(size: usize) -> Processes {
+        Self::launch(size, None).expect("processes on this host")
+    }
+
+    /// `size` processes, member 0 here and each other on an emulated host of its own (see
+    /// [`Network`]).
+    pub fn start_hosts(size: usize, rate: &str, delay: Duration) -> Result<Processes, String> {
+        Self::launch(size, Some((rate, delay)))
+    }
+
+    fn launch(size: usize, hosts: Option<(&str, Duration)>) -> Result<Processes, String> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .expect("a free port")
+            .map_err(|e| e.to_string())?
             .port();
         let ep = format!("tcp/127.0.0.1:{port}");
-        let app = format!("tune-{}", std::process::id());
-        let space = Space::join(&app, Config::router(ep.clone())).expect("the router");
-        let exe = std::env::current_exe().expect("this binary");
-        let kids = (1..size)
-            .map(|rank| {
-                Command::new(&exe)
-                    .env(ROLE, rank.to_string())
-                    .env("SIZE", size.to_string())
-                    .env("APP", &app)
-                    .env("ROUTER", &ep)
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("a worker")
-            })
-            .collect();
-        let all = Member::join(&space, "all", 0, size, opts()).expect("the group");
-        Processes {
+        let app = format!("tune-{}-{port}", std::process::id());
+        let mut cfg = Config::router(ep.clone());
+        let network = match hosts {
+            Some((rate, delay)) => {
+                cfg.shm_pool = 0;
+                Some(Network::new(size - 1, rate, delay, port)?)
+            }
+            None => None,
+        };
+        let space = Space::join(&app, cfg).map_err(|e| e.to_string())?;
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut kids = Vec::new();
+        for rank in 1..size {
+            let mut cmd = match &network {
+                Some(net) => {
+                    let (prefix, relay) = &net.hosts[rank - 1];
+                    let mut c = Command::new(&prefix[0]);
+                    c.args(&prefix[1..]).arg(&exe).env("THROUGH", relay);
+                    c
+                }
+                None => Command::new(&exe),
+            };
+            cmd.env(ROLE, rank.to_string())
+                .env("SIZE", size.to_string())
+                .env("APP", &app)
+                .env("ROUTER", &ep)
+                .stdout(Stdio::null());
+            kids.push(cmd.spawn().map_err(|e| format!("a worker: {e}"))?);
+        }
+        let all = Member::join(&space, "all", 0, size, opts()).map_err(|e| e.to_string())?;
+        Ok(Processes {
+            _network: network,
             space,
             all: Some(all),
             subs: HashMap::new(),
             kids,
-        }
+        })
     }
 
     /// The slowest member's seconds to sort `n` keys each in a group of `p` processes.

@@ -82,7 +82,7 @@ pub fn run(
             .collect();
         let mre = model.verify(&fresh, 3).mre;
         println!(
-            "psort {:<7} MRE {mre:.3} fresh: {}",
+            "psort {platform}: {:<7} MRE {mre:.3} fresh: {}",
             a.name(),
             model.formula()
         );
