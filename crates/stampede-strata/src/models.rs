@@ -61,23 +61,26 @@ impl Operation {
     /// per-level (log p) and per-element terms as in the thesis' CombineVector model, and
     /// for the all-to-all the p − 1 rounds and their bytes.
     pub fn spec(self, max_p: usize, max_n: f64) -> Result<ModelSpec, TuneError> {
-        let b = ModelSpec::new(&self.name()).variable("p", 2.0, max_p as f64, true);
-        let t = TermSpec::parse;
-        let b = match self {
-            Operation::Barrier(_) => b.term(t("1")?).term(t("log2(p)")?).term(t("p")?),
-            Operation::Reduce | Operation::Broadcast => b
-                .variable("n", 1.0, max_n, true)
-                .term(t("1")?)
-                .term(t("log2(p)")?)
-                .term(t("n")?)
-                .term(t("n*log2(p)")?),
-            Operation::AllToAll(_) => b
-                .variable("n", 1.0, max_n, true)
-                .term(t("1")?)
-                .term(t("p")?)
-                .term(t("p*n")?)
-                .term(t("n")?),
+        let b = ModelSpec::new(&self.name()).variable("p", 2.0, max_p.max(2) as f64, true);
+        // With one group size the group's terms repeat the others: leave them out.
+        let (terms, sized): (&[&str], bool) = match (self, max_p > 2) {
+            (Operation::Barrier(_), true) => (&["1", "log2(p)", "p"], false),
+            (Operation::Barrier(_), false) => (&["1"], false),
+            (Operation::Reduce | Operation::Broadcast, true) => {
+                (&["1", "log2(p)", "n", "n*log2(p)"], true)
+            }
+            (Operation::Reduce | Operation::Broadcast, false) => (&["1", "n"], true),
+            (Operation::AllToAll(_), true) => (&["1", "p", "p*n", "n"], true),
+            (Operation::AllToAll(_), false) => (&["1", "n"], true),
         };
+        let mut b = if sized {
+            b.variable("n", 1.0, max_n, true)
+        } else {
+            b
+        };
+        for term in terms {
+            b = b.term(TermSpec::parse(term)?);
+        }
         b.build()
     }
 
@@ -162,6 +165,26 @@ pub fn calibrate_threads(
     opts: &GroupOptions,
     progress: impl FnMut(Progress),
 ) -> Result<(Model, f64), StrataError> {
+    calibrate(
+        op,
+        max_p,
+        max_n,
+        points,
+        |op, p, n, reps| time_in_threads(op, p, n, reps, opts),
+        progress,
+    )
+}
+
+/// Calibrates `op` on any platform: `measure(op, p, n, reps)` returns the slowest
+/// member's seconds per operation in a group of `p` (see [`time_member`]).
+pub fn calibrate(
+    op: Operation,
+    max_p: usize,
+    max_n: f64,
+    points: usize,
+    mut measure: impl FnMut(Operation, usize, usize, usize) -> Result<f64, StrataError>,
+    progress: impl FnMut(Progress),
+) -> Result<(Model, f64), StrataError> {
     let spec = op
         .spec(max_p, max_n)
         .map_err(|e| StrataError::InvalidArgument(e.to_string()))?;
@@ -171,7 +194,7 @@ pub fn calibrate_threads(
         &sample_points(&spec, points, 1),
         |x| {
             let (p, n) = op.explain(x);
-            match time_in_threads(op, p, n, reps_for(op, p, n), opts) {
+            match measure(op, p, n, reps_for(op, p, n)) {
                 Ok(t) => t,
                 Err(e) => {
                     failed.get_or_insert(e);

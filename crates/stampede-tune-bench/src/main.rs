@@ -22,6 +22,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod factor;
 mod netns;
 mod procs;
 mod psort;
@@ -45,7 +46,8 @@ struct Cli {
     #[arg(long)]
     full: bool,
     /// Only one study: `sort`, `strata`, `psort` or `stencil` (on threads), `processes`
-    /// (both libraries on processes on this host) or `hosts` (on emulated hosts, as root).
+    /// (both libraries on processes on this host), `factor` (model factoring on threads and
+    /// processes) or `hosts` (on emulated hosts, as root).
     #[arg(long)]
     only: Option<String>,
     /// Where to write the JSON results.
@@ -255,6 +257,12 @@ fn main() {
             group.size(),
             &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
         );
+        if wants("factor") {
+            factor::run(&mut records, &mut [&mut factor::Threads, &mut group]);
+        }
+    } else if wants("factor") {
+        let mut group = procs::Processes::start(4);
+        factor::run(&mut records, &mut [&mut factor::Threads, &mut group]);
     }
     // Emulated hosts take minutes per link: with --full or --only hosts.
     if cli.only.as_deref() == Some("hosts") || (cli.full && cli.only.is_none()) {

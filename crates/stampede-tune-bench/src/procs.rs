@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use stampede_net::{Config, Space};
 
 use crate::netns::Network;
+use stampede_strata::models::{time_member, Operation};
 use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
 use stampede_tuned::sort::{sort, Algorithm};
 use stampede_tuned::stencil::{relax_grid, Layout};
@@ -29,6 +30,8 @@ enum Job {
     Sort(Algorithm, usize, usize, u64),
     /// Relax an `n × n` grid `t` times with ghost zones `extra` wide, over every member.
     Stencil(Layout, usize, usize, usize, u64),
+    /// Time a collective `reps` times with `n` elements or bytes in a group of `p`.
+    Strata(Operation, usize, usize, usize),
 }
 
 /// A command: `None` stops the workers.
@@ -50,6 +53,14 @@ fn encode(job: Option<Job>) -> Vec<u8> {
                 },
             ]);
             words(&mut out, &[p as u64, n as u64, seed]);
+        }
+        Some(Job::Strata(op, p, n, reps)) => {
+            let code = Operation::ALL
+                .iter()
+                .position(|&x| x == op)
+                .expect("an operation") as u8;
+            out.extend([3, code]);
+            words(&mut out, &[p as u64, n as u64, reps as u64]);
         }
         Some(Job::Stencil(l, n, t, extra, seed)) => {
             let code = Layout::ALL.iter().position(|&x| x == l).expect("a layout") as u8;
@@ -81,6 +92,12 @@ fn decode(b: &[u8]) -> Option<Job> {
             word(2)? as usize,
             word(3)?,
         )),
+        3 => Some(Job::Strata(
+            *Operation::ALL.get(b[1] as usize)?,
+            word(0)? as usize,
+            word(1)? as usize,
+            word(2)? as usize,
+        )),
         _ => None,
     }
 }
@@ -94,17 +111,23 @@ fn take_part(
     job: Job,
 ) -> Result<f64, StrataError> {
     let rank = all.rank();
+    let p = match job {
+        Job::Sort(_, p, ..) | Job::Strata(_, p, ..) => p,
+        Job::Stencil(..) => all.size(),
+    };
+    if rank >= p {
+        return Ok(0.0);
+    }
+    let sub = match subs.entry(p) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(Member::join(space, &format!("sub{p}"), rank, p, opts())?)
+        }
+    };
     match job {
-        Job::Sort(a, p, n, seed) => {
-            if rank >= p {
-                return Ok(0.0);
-            }
-            let m = match subs.entry(p) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(Member::join(space, &format!("sort{p}"), rank, p, opts())?)
-                }
-            };
+        Job::Strata(op, _, n, reps) => time_member(sub, op, n, reps),
+        Job::Sort(a, _, n, seed) => {
+            let m = &*sub;
             let mine = keys(n, seed ^ rank as u64);
             m.barrier()?;
             let t0 = Instant::now();
@@ -113,9 +136,9 @@ fn take_part(
         }
         Job::Stencil(layout, n, t, extra, seed) => {
             let g = if rank == 0 { grid(n, seed) } else { Vec::new() };
-            all.barrier()?;
+            sub.barrier()?;
             let t0 = Instant::now();
-            std::hint::black_box(relax_grid(all, &g, n, t, OMEGA, layout, extra)?);
+            std::hint::black_box(relax_grid(sub, &g, n, t, OMEGA, layout, extra)?);
             Ok(t0.elapsed().as_secs_f64())
         }
     }
@@ -246,6 +269,17 @@ impl Processes {
         seed: u64,
     ) -> Result<f64, StrataError> {
         self.run(Job::Stencil(layout, n, t, extra, seed))
+    }
+
+    /// The slowest member's seconds per collective `op` in a group of `p` processes.
+    pub fn time_strata(
+        &mut self,
+        op: Operation,
+        p: usize,
+        n: usize,
+        reps: usize,
+    ) -> Result<f64, StrataError> {
+        self.run(Job::Strata(op, p, n, reps))
     }
 
     fn run(&mut self, job: Job) -> Result<f64, StrataError> {

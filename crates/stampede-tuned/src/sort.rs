@@ -74,9 +74,10 @@ fn from_bytes(b: &[u8]) -> Vec<u32> {
         .collect()
 }
 
-/// Stable counting sort of `keys` by the digit at `shift`; returns the sorted keys and the
-/// histogram.
-fn by_digit(keys: &[u32], shift: u32, bits: u32) -> (Vec<u32>, Vec<u64>) {
+/// Stable counting sort of `keys` by the `bits`-bit digit at `shift`; returns the sorted
+/// keys and the histogram: one local pass of the radix sort (a primitive of its factored
+/// model).
+pub fn by_digit(keys: &[u32], shift: u32, bits: u32) -> (Vec<u32>, Vec<u64>) {
     let radix = 1usize << bits;
     let mask = (radix - 1) as u32;
     let mut counts = vec![0u64; radix];
