@@ -23,6 +23,35 @@ from .scene import FrameSource, SyntheticScene, VideoSource
 from .vision import build_models, configure_opencv
 
 
+AUTO = -1
+"""``--workers auto`` / ``--regions auto``: chosen by the layout model."""
+
+
+def _count_or_auto(text: str) -> int:
+    return AUTO if text == "auto" else int(text)
+
+
+def choose_layout(args: argparse.Namespace, width: int, height: int) -> None:
+    """Replaces ``auto`` workers or regions by the layout model's choice for this machine
+    and scene, calibrating it first if none is stored."""
+    from . import tuning
+
+    model, fresh = tuning.load_or_calibrate(
+        width, height, args.targets, recalibrate=args.retune,
+        progress=lambda done, total: print(f"  calibrating the layout: {done}/{total}",
+                                           end="\r", flush=True),
+    )
+    workers, regions, fps = tuning.best(
+        model,
+        workers=None if args.workers == AUTO else args.workers,
+        regions=None if args.regions == AUTO else args.regions,
+    )
+    how = "calibrated now" if fresh else "stored for this machine and scene"
+    print(f"layout model ({how}): {model.formula}; picks {workers} workers and {regions} "
+          f"bands, predicted {fps:.1f} frames/s unpaced")
+    args.workers, args.regions = workers, regions
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     p = argparse.ArgumentParser(
@@ -37,7 +66,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--width", type=int, help="frame width (default 640; a video keeps its own)")
     add("--height", type=int, help="frame height (default 480; a video keeps its own)")
     add("--targets", type=int, default=8, help="targets in the scene = color models (8)")
-    add("--workers", type=int, default=2, help="detection workers K (2)")
+    add("--workers", type=_count_or_auto, default=2, help="detection workers K, or auto: "
+        "chosen by the layout model calibrated for this machine and scene (2)")
     add("--seconds", type=float, default=20.0, help="how long the digitizer runs (20)")
     add("--fps", type=float, default=30.0, help="digitizer rate; 0 = unpaced, as fast as "
         "the bounded channels take frames (30)")
@@ -46,7 +76,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--snapshot", metavar="PATH", default=os.path.join("demo-output", "kiosk.png"),
         help="annotated snapshot to write (demo-output/kiosk.png)")
     add("--quiet", action="store_true", help="no live status line, only the summary")
-    add("--regions", type=int, default=2, help="horizontal bands per frame (2)")
+    add("--regions", type=_count_or_auto, default=2, help="horizontal bands per frame, or "
+        "auto (2)")
+    add("--retune", action="store_true", help="calibrate the layout model again even if "
+        "one is stored for this machine and scene")
     add("--model-groups", type=int, default=4, help="groups the models are dealt into (4)")
     add("--capacity", type=int, default=4, help="capacity of every channel (4)")
     add("--tolerance", type=float, default=3.0, help="pixels a centroid may be off (3)")
@@ -55,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "on this host: camera, analysis and display (this process, the Zenoh router)")
     args = p.parse_args(argv)
     for name in ("targets", "workers", "regions", "model_groups", "capacity"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) != AUTO and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.seconds <= 0 or args.fps < 0:
         p.error("--seconds must be positive and --fps not negative")
@@ -74,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             args.width or 640, args.height or 480, args.targets, fps=args.fps or 30.0
         )
     models = build_models(args.targets)
+    if AUTO in (args.workers, args.regions):
+        choose_layout(args, source.width, source.height)
     options = PipelineOptions(
         workers=args.workers,
         regions=args.regions,
