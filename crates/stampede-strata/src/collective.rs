@@ -74,6 +74,29 @@ fn join(c: &dyn Combiner, a: Option<&[u8]>, b: Option<&[u8]>) -> Result<Option<V
     })
 }
 
+/// The message of `step` from `from`, if it arrived, checked to be of the same operation.
+fn receive(
+    m: &Member,
+    step: u64,
+    signature: u32,
+    name: &str,
+    from: usize,
+) -> Result<Option<Message>, StrataError> {
+    let Some(bytes) = m.take_message(step, from) else {
+        return Ok(None);
+    };
+    let msg = Message::decode(&bytes).map_err(|detail| StrataError::Mismatch { from, detail })?;
+    if msg.signature != signature {
+        return Err(StrataError::Mismatch {
+            from,
+            detail: format!(
+                "at step {step} this member runs {name}, member {from} another operation"
+            ),
+        });
+    }
+    Ok(Some(msg))
+}
+
 impl TreeOp {
     /// A combine rooted at 0 (or a broadcast from `root` when `broadcast`), as step `step`.
     #[allow(clippy::too_many_arguments)]
@@ -107,21 +130,7 @@ impl TreeOp {
     }
 
     fn message(&self, m: &Member, from: usize) -> Result<Option<Message>, StrataError> {
-        let Some(bytes) = m.take_message(self.step, from) else {
-            return Ok(None);
-        };
-        let msg =
-            Message::decode(&bytes).map_err(|detail| StrataError::Mismatch { from, detail })?;
-        if msg.signature != self.signature {
-            return Err(StrataError::Mismatch {
-                from,
-                detail: format!(
-                    "at step {} this member runs {}, member {from} another operation",
-                    self.step, self.name
-                ),
-            });
-        }
-        Ok(Some(msg))
+        receive(m, self.step, self.signature, self.name, from)
     }
 
     fn mismatch(&self, from: usize) -> impl Fn(String) -> StrataError {
@@ -279,19 +288,8 @@ impl Dissemination {
                 self.sent = true;
             }
             let from = (rank + size - self.distance) % size;
-            let Some(bytes) = m.take_message(self.step, from) else {
+            if receive(m, self.step, self.signature, "a barrier", from)?.is_none() {
                 return Ok(false);
-            };
-            let msg =
-                Message::decode(&bytes).map_err(|detail| StrataError::Mismatch { from, detail })?;
-            if msg.signature != self.signature {
-                return Err(StrataError::Mismatch {
-                    from,
-                    detail: format!(
-                        "at step {} this member runs a barrier, member {from} another operation",
-                        self.step
-                    ),
-                });
             }
             self.distance <<= 1;
             self.sent = false;

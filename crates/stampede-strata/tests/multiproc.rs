@@ -1,6 +1,8 @@
 //! Collectives across address spaces in separate processes on loopback: every operation
 //! against sequential code, and a member killed with SIGKILL failing the others cleanly.
 
+// The process helpers of the distribution tests.
+#[path = "../../stampede-net/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

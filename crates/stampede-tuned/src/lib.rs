@@ -9,6 +9,7 @@
 //! [`stencil`]: successive over-relaxation of a grid divided among the members by five
 //! layouts, with ghost zones whose width (the extra rows) is a parameter.
 
+mod calibrate;
 pub mod factor;
 pub mod sort;
 mod sort_models;

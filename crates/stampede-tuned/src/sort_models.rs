@@ -5,10 +5,9 @@ use std::time::Instant;
 
 use stampede_core::Runtime;
 use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
-use stampede_tune::{
-    fit, sample_points, Model, ModelSpec, Profiler, Selector, TermSpec, TuneError,
-};
+use stampede_tune::{sample_points, Model, ModelSpec, Selector, TermSpec, TuneError};
 
+use crate::calibrate::{bad, measured_fit};
 use crate::sort::{sort, Algorithm};
 
 /// The model specification of `algorithm` over group sizes `2..=max_p` and `16..=max_n`
@@ -108,25 +107,13 @@ impl SortLibrary {
         points: usize,
         mut measure: impl FnMut(Algorithm, usize, usize, u64) -> Result<f64, StrataError>,
     ) -> Result<SortLibrary, StrataError> {
-        let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
         let mut models = Vec::new();
         for &a in algorithms {
             let spec = spec(a, max_p, max_n).map_err(bad)?;
-            let mut failed = None;
-            let samples = Profiler::default().profile_measured(
-                &sample_points(&spec, points, 3),
-                |x| {
-                    measure(a, x[0] as usize, x[1] as usize, 11).unwrap_or_else(|e| {
-                        failed.get_or_insert(e);
-                        f64::NAN
-                    })
-                },
-                |_| (),
-            );
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            models.push(fit(&spec, &samples, 0.95).map_err(bad)?);
+            let points = sample_points(&spec, points, 3);
+            models.push(measured_fit(&spec, &points, |x| {
+                measure(a, x[0] as usize, x[1] as usize, 11)
+            })?);
         }
         Ok(SortLibrary::from_models(algorithms.to_vec(), models))
     }
@@ -214,7 +201,6 @@ impl DigitModel {
         points: usize,
         mut measure: impl FnMut(Algorithm, usize, usize, u64) -> Result<f64, StrataError>,
     ) -> Result<DigitModel, StrataError> {
-        let bad = |e: TuneError| StrataError::InvalidArgument(e.to_string());
         let spec = Self::spec(max_p, max_n).map_err(bad)?;
         // Sample placement over (p, n, b); the model's variables follow from b.
         let placement = ModelSpec::new("radix_digits_placement")
@@ -228,26 +214,11 @@ impl DigitModel {
             .into_iter()
             .map(|x| digit_x(x[0] as usize, x[1] as usize, x[2] as u32).to_vec())
             .collect();
-        let mut failed = None;
-        let samples = Profiler::default().profile_measured(
-            &points,
-            |x| {
-                let bits = (x[3] as u64).trailing_zeros();
-                measure(Algorithm::Radix(bits), x[0] as usize, x[1] as usize, 13).unwrap_or_else(
-                    |e| {
-                        failed.get_or_insert(e);
-                        f64::NAN
-                    },
-                )
-            },
-            |_| (),
-        );
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(DigitModel {
-            model: fit(&spec, &samples, 0.95).map_err(bad)?,
-        })
+        let model = measured_fit(&spec, &points, |x| {
+            let bits = (x[3] as u64).trailing_zeros();
+            measure(Algorithm::Radix(bits), x[0] as usize, x[1] as usize, 13)
+        })?;
+        Ok(DigitModel { model })
     }
 
     /// The fitted model.

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use stampede_core::Runtime;
 use stampede_strata::{Combine, GroupOptions, Member, Op, StrataError};
-use stampede_tune::{fit, sample_points, Model, ModelSpec, Profiler, TermSpec, TuneError};
+use stampede_tune::{sample_points, Model, ModelSpec, TermSpec, TuneError};
+
+use crate::calibrate::{bad, measured_fit};
 
 use crate::stencil::{relax_grid, Layout};
 
@@ -15,10 +17,6 @@ pub const OMEGA: f64 = 1.5;
 
 /// The widths the ghost-zone parameter ranges over.
 pub const EXTRA: std::ops::RangeInclusive<usize> = 1..=8;
-
-fn bad(e: TuneError) -> StrataError {
-    StrataError::InvalidArgument(e.to_string())
-}
 
 /// The specification of `layout` over grids of `8..=max_n` cells a side and `1..=max_t`
 /// iterations: a start-up, a cost per iteration (the exchanges), per boundary cell and
@@ -118,21 +116,10 @@ impl StencilLibrary {
         let mut models = Vec::new();
         for &l in &layouts {
             let spec = stencil_spec(l, max_n, max_t).map_err(bad)?;
-            let mut failed = None;
-            let samples = Profiler::default().profile_measured(
-                &sample_points(&spec, points, 17),
-                |x| {
-                    measure(l, x[0] as usize, x[1] as usize, extra, 3).unwrap_or_else(|e| {
-                        failed.get_or_insert(e);
-                        f64::NAN
-                    })
-                },
-                |_| (),
-            );
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            models.push(fit(&spec, &samples, 0.95).map_err(bad)?);
+            let at = sample_points(&spec, points, 17);
+            models.push(measured_fit(&spec, &at, |x| {
+                measure(l, x[0] as usize, x[1] as usize, extra, 3)
+            })?);
         }
         Ok(StencilLibrary { p, layouts, models })
     }
@@ -193,26 +180,11 @@ impl ExtraRowsModel {
         measure: &mut StencilMeasure<'_>,
     ) -> Result<ExtraRowsModel, StrataError> {
         let spec = Self::spec(layout, max_n, max_t).map_err(bad)?;
-        let mut failed = None;
-        let samples = Profiler::default().profile_measured(
-            &sample_points(&spec, points, 19),
-            |x| {
-                measure(layout, x[0] as usize, x[1] as usize, x[2] as usize, 5).unwrap_or_else(
-                    |e| {
-                        failed.get_or_insert(e);
-                        f64::NAN
-                    },
-                )
-            },
-            |_| (),
-        );
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(ExtraRowsModel {
-            layout,
-            model: fit(&spec, &samples, 0.95).map_err(bad)?,
-        })
+        let at = sample_points(&spec, points, 19);
+        let model = measured_fit(&spec, &at, |x| {
+            measure(layout, x[0] as usize, x[1] as usize, x[2] as usize, 5)
+        })?;
+        Ok(ExtraRowsModel { layout, model })
     }
 
     pub fn layout(&self) -> Layout {
