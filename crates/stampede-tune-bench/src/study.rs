@@ -29,6 +29,7 @@ pub fn accuracy(
     let mut totals = vec![0.0; names.len()];
     let (mut picked_total, mut best_total) = (0.0, 0.0);
     let mut counted = 0usize;
+    let mut misses = Vec::new();
     for (i, x) in workload.iter().enumerate() {
         let Some(pick) = choose(x) else { continue };
         counted += 1;
@@ -62,6 +63,7 @@ pub fn accuracy(
         } else {
             wrong += 1;
             penalty_sum += penalty;
+            misses.push(json!({"x": x, "pick": names[pick], "measured_best": names[best], "penalty": penalty, "measured_s": t}));
         }
         if penalty <= 0.03 {
             within += 1;
@@ -98,6 +100,7 @@ pub fn accuracy(
         "mean_penalty_when_wrong": mean_penalty,
         "expected_penalty": penalty_sum / n,
         "gain": {"picks_s": picked_total, "best_on_average": avg_best, "best_on_average_s": avg_time, "ratio": picked_total / avg_time, "best_possible_s": best_total},
+        "misses": misses,
         "targets": {"within_3pct": ">= 0.995 (from --full only)", "strict": "at least the thesis' (0.9942 stencils, 0.9984 sorting)", "mean_penalty_when_wrong": "<= 0.01"},
     })
 }
