@@ -81,6 +81,7 @@ fn relay(listener: TcpListener, target: String, delay: Duration) {
 /// The emulated hosts, removed on drop.
 pub struct Network {
     names: Vec<String>,
+    links: Vec<String>,
     /// Per worker: the command prefix that runs in its namespace, and the endpoint of its
     /// relay.
     pub hosts: Vec<(Vec<String>, String)>,
@@ -96,6 +97,9 @@ impl Network {
         router_port: u16,
     ) -> Result<Network, String> {
         let id = std::process::id() % 10_000;
+        // A run sets up several networks; a deleted namespace's links can linger briefly.
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Interrupted, the namespaces go too (a drop does not run then).
         static HANDLER: std::sync::Once = std::sync::Once::new();
         HANDLER.call_once(|| {
@@ -106,13 +110,15 @@ impl Network {
         });
         let mut net = Network {
             names: Vec::new(),
+            links: Vec::new(),
             hosts: Vec::new(),
         };
         for k in 0..workers {
-            let ns = format!("stt{id}h{k}");
+            let ns = format!("stt{id}h{seq}x{k}");
             sh(&["ip", "netns", "add", &ns])?;
             net.names.push(ns.clone());
-            let (here, there) = (format!("stt{id}a{k}"), format!("stt{id}b{k}"));
+            let (here, there) = (format!("st{id}a{seq}x{k}"), format!("st{id}b{seq}x{k}"));
+            net.links.push(here.clone());
             sh(&[
                 "ip", "link", "add", &here, "type", "veth", "peer", "name", &there, "netns", &ns,
             ])?;
@@ -176,7 +182,9 @@ fn remove_namespaces(prefix: &str) {
 
 impl Drop for Network {
     fn drop(&mut self) {
-        // Deleting a namespace removes its end of the veth pair, and with it ours.
+        for l in &self.links {
+            let _ = sh(&["ip", "link", "del", l]);
+        }
         for n in &self.names {
             let _ = sh(&["ip", "netns", "del", n]);
         }
