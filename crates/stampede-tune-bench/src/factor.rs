@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use stampede_strata::models::{calibrate, Operation};
 use stampede_strata::{Exchange, StrataError};
-use stampede_tune::{Model, Sample};
+use stampede_tune::Model;
 use stampede_tuned::factor::{calibrate_local, fit_hybrid, RadixFactoring, PRIMITIVES};
 use stampede_tuned::sort::Algorithm;
 
@@ -73,19 +73,15 @@ impl Platform for crate::procs::Processes {
     }
 }
 
-fn mre(model_pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
-    let pairs: Vec<(f64, f64)> = model_pairs.collect();
-    let samples: Vec<Sample> = pairs
-        .iter()
-        .map(|&(_, y)| Sample { x: vec![], y })
-        .collect();
-    // The geometric mean of 1 + relative error, as the toolkit reports it.
-    let s: f64 = pairs
-        .iter()
-        .zip(&samples)
-        .map(|(&(p, y), _)| (1.0 + (p - y).abs() / y).ln())
-        .sum();
-    (s / pairs.len().max(1) as f64).exp()
+/// The geometric mean of 1 + relative error over (predicted, measured) pairs, as the
+/// toolkit reports a model's error.
+fn mre(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for (p, y) in pairs {
+        sum += (1.0 + (p - y).abs() / y).ln();
+        n += 1;
+    }
+    (sum / n.max(1) as f64).exp()
 }
 
 pub fn run(records: &mut Vec<Value>, platforms: &mut [&mut dyn Platform]) {

@@ -241,21 +241,12 @@ fn main() {
     }
     if wants("processes") {
         let mut group = procs::Processes::start(4);
-        psort::run(
+        libraries_on(
             &mut records,
             lib_inputs,
             cli.full,
             "processes on one host",
-            group.size(),
-            &mut |a, p, n, seed| group.time_sort(a, p, n, seed).expect("a sort run"),
-        );
-        stencil::run(
-            &mut records,
-            lib_inputs,
-            cli.full,
-            "processes on one host",
-            group.size(),
-            &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
+            &mut group,
         );
         if wants("factor") {
             factor::run(&mut records, &mut [&mut factor::Threads, &mut group]);
@@ -270,24 +261,7 @@ fn main() {
             let platform = format!("hosts: 100 Mbit/s links, {delay_ms} ms each way");
             match procs::Processes::start_hosts(4, "100mbit", Duration::from_millis(delay_ms)) {
                 Ok(mut group) => {
-                    psort::run(
-                        &mut records,
-                        lib_inputs,
-                        cli.full,
-                        &platform,
-                        group.size(),
-                        &mut |a, p, n, seed| group.time_sort(a, p, n, seed).expect("a sort run"),
-                    );
-                    stencil::run(
-                        &mut records,
-                        lib_inputs,
-                        cli.full,
-                        &platform,
-                        group.size(),
-                        &mut |l, n, t, k, seed| {
-                            group.time_stencil(l, n, t, k, seed).expect("a stencil run")
-                        },
-                    );
+                    libraries_on(&mut records, lib_inputs, cli.full, &platform, &mut group);
                 }
                 Err(why) => {
                     println!("{platform}: skipped ({why})");
@@ -305,6 +279,28 @@ fn main() {
     let text = serde_json::to_string_pretty(&records).expect("records are JSON");
     std::fs::write(&cli.out, text + "\n").expect("cannot write the results");
     println!("results written to {}", cli.out.display());
+}
+
+/// Both libraries' studies on a group of processes.
+fn libraries_on(
+    records: &mut Vec<Value>,
+    inputs: usize,
+    full: bool,
+    platform: &str,
+    group: &mut procs::Processes,
+) {
+    let p = group.size();
+    psort::run(records, inputs, full, platform, p, &mut |a, p, n, seed| {
+        group.time_sort(a, p, n, seed).expect("a sort run")
+    });
+    stencil::run(
+        records,
+        inputs,
+        full,
+        platform,
+        p,
+        &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
+    );
 }
 
 /// The toolkit on three sorts: calibration, selection cost, accuracy and gain.
