@@ -36,6 +36,12 @@ pub struct GroupOptions {
     /// Bandwidth matching (thesis §6.1.3): the pause after sending a packet when nothing
     /// has arrived, so senders do not outrun receivers. Zero sends back to back.
     pub packet_delay: Duration,
+    /// How long a waiting member keeps polling its inbox, yielding the processor between
+    /// polls, before it blocks. Waking a blocked thread costs tens of microseconds, more on
+    /// a virtual machine whose idle processor was descheduled, and a collective waits
+    /// several times: on a 2-core virtual machine a 400-key radix sort over two threads
+    /// took 0.9 ms blocking at once and 0.1 ms polling first. Zero blocks at once.
+    pub spin: Duration,
 }
 
 impl Default for GroupOptions {
@@ -48,6 +54,7 @@ impl Default for GroupOptions {
             packet_bytes: 64 * 1024,
             packets_per_turn: 2,
             packet_delay: Duration::ZERO,
+            spin: Duration::from_millis(1),
         }
     }
 }
@@ -81,6 +88,11 @@ impl GroupOptions {
     /// The bandwidth-matching pause.
     pub fn packet_delay(mut self, d: Duration) -> Self {
         self.packet_delay = d;
+        self
+    }
+    /// How long a waiting member polls before it blocks.
+    pub fn spin(mut self, d: Duration) -> Self {
+        self.spin = d;
         self
     }
 }
@@ -391,6 +403,15 @@ impl Member {
         self.check_others(waiting_for)?;
         if self.serve_some()? {
             return Ok(());
+        }
+        if !self.opts.spin.is_zero() {
+            let until = Instant::now() + self.opts.spin;
+            while Instant::now() < until {
+                if self.poll(Wait::Never)? {
+                    return Ok(());
+                }
+                std::thread::yield_now();
+            }
         }
         let slice = self.opts.liveness_check;
         if let Some(limit) = self.opts.timeout {

@@ -117,7 +117,23 @@ pub fn time_member(m: &Member, op: Operation, n: usize, reps: usize) -> Result<f
     m.combine_one(Combine::Reduce, Op::Max, mine)
 }
 
-/// Times `op` in a fresh group of `p` threads in one process (the threads platform).
+/// Binds the calling thread to core `rank` modulo the cores there are, as parallel
+/// launchers bind ranks. The threads platform's harnesses bind every member: left to the
+/// scheduler, two members of a group on a 2-core virtual machine sometimes shared a core
+/// while the other idled, which doubled a 57,000-key radix sort's time in about a third of
+/// runs; bound, its slowest quarter was within 10% of its fastest run. Returns whether the
+/// thread was bound.
+pub fn pin_member(rank: usize) -> bool {
+    match core_affinity::get_core_ids() {
+        Some(cores) if !cores.is_empty() => {
+            core_affinity::set_for_current(cores[rank % cores.len()])
+        }
+        _ => false,
+    }
+}
+
+/// Times `op` in a fresh group of `p` threads in one process (the threads platform), each
+/// bound to a core ([`pin_member`]).
 pub fn time_in_threads(
     op: Operation,
     p: usize,
@@ -131,6 +147,7 @@ pub fn time_in_threads(
             .map(|rank| {
                 let (rt, opts) = (rt.clone(), opts.clone());
                 s.spawn(move || {
+                    pin_member(rank);
                     let m = Member::join(&rt, "calibration", rank, p, opts)?;
                     time_member(&m, op, n, reps)
                 })

@@ -99,7 +99,9 @@ proptest! {
     ) {
         let size = xs.len();
         let kinds = [Combine::Scan, Combine::ExclusiveScan, Combine::BackScan, Combine::ExclusiveBackScan];
-        let got = group(size, GroupOptions::default(), |m| {
+        // Odd groups block at once when they wait: both ways of waiting are exercised.
+        let opts = if size % 2 == 1 { GroupOptions::default().spin(Duration::ZERO) } else { GroupOptions::default() };
+        let got = group(size, opts, |m| {
             let (starts, x) = xs[m.rank()];
             kinds.iter().map(|&k| m.combine_segmented(k, Op::Add, &[x], starts).unwrap()[0]).collect::<Vec<_>>()
         });

@@ -7,13 +7,11 @@
 //! * `tune_selection_ns`: the selector's cost per implementation for one input (target at
 //!   most 1 µs), against a lookup of a memoised decision in a hash map (what a per-size
 //!   planner cache costs) in the same run.
-//! * `tune_selection_accuracy`: over random key counts, every implementation is run (median
-//!   of three) and the measured best compared with the pick: strict accuracy, picks within 3%
-//!   of the best, and the mean penalty when wrong. A pick more than 3% off is measured again,
-//!   alternating, before it counts (this machine is noisy). The default run samples 200
-//!   inputs; `--full` runs 1000.
-//! * `tune_selection_gain`: the time of the picks against always using the implementation
-//!   that is best on average over the same inputs (thesis Table 4-3).
+//! * `tune_selection_accuracy`: over random key counts, every implementation is run and the
+//!   measured best compared with the pick (see `study.rs`): strict accuracy, picks within 3%
+//!   of the best, the mean penalty when wrong, and the gain over always using the
+//!   implementation that is best on average (thesis Table 4-3). The default run samples
+//!   200 inputs; `--full` runs 1000.
 //! * `strata_latency_us`, `strata_model`, `strata_model_picks`: the Strata collectives on
 //!   threads (see `strata.rs`).
 
@@ -35,6 +33,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use stampede_tune::{fit, sample_points, Model, ModelSpec, Profiler, Selector, TermSpec};
+use study::Effort;
 
 #[derive(Debug, Parser)]
 #[command(name = "stampede-tune-bench", version)]
@@ -147,16 +146,15 @@ fn sort_batch(f: SortFn, arrays: &mut [Vec<u32>]) {
 /// Seconds for `f` to sort `n` random keys: the median of three timed runs, each sorting a
 /// batch of fresh arrays, divided by the batch.
 fn measure(f: SortFn, n: usize, seed: u64) -> f64 {
-    let mut t: Vec<f64> = (0..3)
-        .map(|r| {
-            let mut arrays = batch_keys(n, seed * 7 + r);
-            let t0 = Instant::now();
-            sort_batch(f, &mut arrays);
-            t0.elapsed().as_secs_f64() / arrays.len() as f64
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[1].max(1e-10)
+    median((0..3).map(|r| measure_once(f, n, seed * 7 + r)).collect())
+}
+
+/// Seconds per sort of one batch.
+fn measure_once(f: SortFn, n: usize, seed: u64) -> f64 {
+    let mut arrays = batch_keys(n, seed);
+    let t0 = Instant::now();
+    sort_batch(f, &mut arrays);
+    (t0.elapsed().as_secs_f64() / arrays.len() as f64).max(1e-10)
 }
 
 fn calibrate(name: &str, f: SortFn, max_n: f64) -> (Model, f64, f64) {
@@ -196,7 +194,24 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Tells glibc's allocator to keep freed memory instead of returning it to the kernel, as a
+/// long-running stream application's allocator settles into doing. Left at its defaults,
+/// every block of 128 KiB or more, and every free that leaves enough at the top of the heap,
+/// goes back to the kernel, so the next sort's buffers are fresh pages: on this 2-core
+/// virtual machine a 57,000-key radix sort over two threads took 64,000 page faults per
+/// 120 sorts and 1.2 to 4.3 ms; with these settings, 1,700 and 1.1 to 1.4 ms. The models
+/// are calibrated and checked under the same settings, in every worker process too.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator parameters; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
 fn main() {
+    keep_freed_memory();
     if procs::worker() {
         return;
     }
@@ -215,6 +230,9 @@ fn main() {
     if wants("strata") {
         strata::run(&mut records, cli.full);
     }
+    // One thread per core: more would measure the scheduler's time slices, not the
+    // implementations (2 to 4 members).
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     // The libraries' studies sample half as many inputs as the sort toolkit's by default.
     let lib_inputs = if cli.full { inputs } else { inputs / 2 };
     if wants("psort") {
@@ -222,8 +240,9 @@ fn main() {
             &mut records,
             lib_inputs,
             cli.full,
+            Effort::new(cli.full, 1),
             "threads in one process",
-            4,
+            threads,
             &mut psort::threads,
         );
     }
@@ -232,10 +251,12 @@ fn main() {
             &mut records,
             lib_inputs,
             cli.full,
+            Effort::new(cli.full, 1),
             "threads in one process",
-            4,
+            threads,
             &mut |l, n, t, k, seed| {
-                stampede_tuned::time_stencil_threads(l, 4, n, t, k, seed).expect("a stencil run")
+                stampede_tuned::time_stencil_threads(l, threads, n, t, k, seed)
+                    .expect("a stencil run")
             },
         );
     }
@@ -245,6 +266,7 @@ fn main() {
             &mut records,
             lib_inputs,
             cli.full,
+            Effort::new(cli.full, 2),
             "processes on one host",
             &mut group,
         );
@@ -261,7 +283,16 @@ fn main() {
             let platform = format!("hosts: 100 Mbit/s links, {delay_ms} ms each way");
             match procs::Processes::start_hosts(4, "100mbit", Duration::from_millis(delay_ms)) {
                 Ok(mut group) => {
-                    libraries_on(&mut records, lib_inputs, cli.full, &platform, &mut group);
+                    // A run costs about 4 (1 ms) to 8 (10 ms) times one on this host.
+                    let effort = Effort::new(cli.full, if delay_ms > 1 { 8 } else { 4 });
+                    libraries_on(
+                        &mut records,
+                        lib_inputs,
+                        cli.full,
+                        effort,
+                        &platform,
+                        &mut group,
+                    );
                 }
                 Err(why) => {
                     println!("{platform}: skipped ({why})");
@@ -286,17 +317,25 @@ fn libraries_on(
     records: &mut Vec<Value>,
     inputs: usize,
     full: bool,
+    effort: Effort,
     platform: &str,
     group: &mut procs::Processes,
 ) {
     let p = group.size();
-    psort::run(records, inputs, full, platform, p, &mut |a, p, n, seed| {
-        group.time_sort(a, p, n, seed).expect("a sort run")
-    });
+    psort::run(
+        records,
+        inputs,
+        full,
+        effort,
+        platform,
+        p,
+        &mut |a, p, n, seed| group.time_sort(a, p, n, seed).expect("a sort run"),
+    );
     stencil::run(
         records,
         inputs,
         full,
+        effort,
         platform,
         p,
         &mut |l, n, t, k, seed| group.time_stencil(l, n, t, k, seed).expect("a stencil run"),
@@ -375,102 +414,33 @@ fn sort_study(records: &mut Vec<Value>, inputs: usize, full: bool) {
 
     // Accuracy over random key counts, log-uniform over the calibrated range.
     let mut rng = StdRng::seed_from_u64(2024);
-    let (mut strict, mut within, mut penalties, mut wrong) = (0usize, 0usize, Vec::new(), 0usize);
-    let (mut picked_total, mut best_total) = (0.0, 0.0);
-    let mut per_impl_total = [0.0f64; 3];
-    // The best on average is chosen among those that handle every input.
-    for i in 0..inputs {
-        let n = (MIN_N.ln() + rng.gen::<f64>() * (MAX_N.ln() - MIN_N.ln()))
-            .exp()
-            .round() as usize;
-        let pick = selector
-            .best(&[n as f64])
-            .expect("inside the calibrated range");
-        let mut times: Vec<f64> = IMPLEMENTATIONS
-            .iter()
-            .map(|(_, f, max_n)| {
-                if n as f64 <= *max_n {
-                    measure(*f, n, i as u64)
-                } else {
-                    f64::INFINITY
-                }
-            })
-            .collect();
-        let mut best = (0..times.len())
-            .min_by(|a, b| times[*a].total_cmp(&times[*b]))
-            .unwrap();
-        if pick != best && times[pick] > times[best] * 1.03 {
-            // Measured again, alternating, before it counts: one of the two runs may have
-            // met a burst of load.
-            let (mut tp, mut tb) = (Vec::new(), Vec::new());
-            for r in 0..3 {
-                tp.push(measure(IMPLEMENTATIONS[pick].1, n, 1000 + r));
-                tb.push(measure(IMPLEMENTATIONS[best].1, n, 1000 + r));
-            }
-            times[pick] = median(tp);
-            times[best] = median(tb);
-            best = (0..times.len())
-                .min_by(|a, b| times[*a].total_cmp(&times[*b]))
-                .unwrap();
-        }
-        for (k, t) in times.iter().enumerate() {
-            per_impl_total[k] += t;
-        }
-        picked_total += times[pick];
-        best_total += times[best];
-        if pick == best {
-            strict += 1;
-        } else {
-            wrong += 1;
-            penalties.push(times[pick] / times[best] - 1.0);
-        }
-        if times[pick] <= times[best] * 1.03 {
-            within += 1;
-        }
-    }
-    let mean_penalty = if penalties.is_empty() {
-        0.0
-    } else {
-        penalties.iter().sum::<f64>() / penalties.len() as f64
-    };
-    let expected_penalty = penalties.iter().sum::<f64>() / inputs as f64;
-    let (avg_best, avg_time) = per_impl_total
+    let workload: Vec<Vec<f64>> = (0..inputs)
+        .map(|_| {
+            vec![(MIN_N.ln() + rng.gen::<f64>() * (MAX_N.ln() - MIN_N.ln()))
+                .exp()
+                .round()]
+        })
+        .collect();
+    let names: Vec<String> = IMPLEMENTATIONS
         .iter()
-        .enumerate()
-        .filter(|(_, t)| t.is_finite())
-        .min_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(k, t)| (IMPLEMENTATIONS[k].0, *t))
-        .unwrap();
-    println!(
-        "accuracy over {inputs} inputs: strict {:.2}%, within 3% {:.2}%, {wrong} wrong with a mean penalty of {:.2}%",
-        100.0 * strict as f64 / inputs as f64,
-        100.0 * within as f64 / inputs as f64,
-        100.0 * mean_penalty
+        .map(|(n, ..)| n.to_string())
+        .collect();
+    let mut record = study::accuracy(
+        "tune",
+        "threads in one process",
+        full,
+        &names,
+        &workload,
+        |x| selector.best(x),
+        &mut |k, x, seed| {
+            let (_, f, max_n) = IMPLEMENTATIONS[k];
+            if x[0] <= max_n {
+                measure_once(f, x[0] as usize, seed)
+            } else {
+                f64::INFINITY
+            }
+        },
     );
-    println!(
-        "the picks take {:.3} of the time of always using {avg_best}, the best on average",
-        picked_total / avg_time
-    );
-    records.push(json!({
-        "metric": "tune_selection_accuracy",
-        "library": "sort (insertion, pdqsort, radix8)",
-        "platform": "threads in one process",
-        "inputs": inputs,
-        "full": full,
-        "strict": strict as f64 / inputs as f64,
-        "within_3pct": within as f64 / inputs as f64,
-        "wrong": wrong,
-        "mean_penalty_when_wrong": mean_penalty,
-        "expected_penalty": expected_penalty,
-        "targets": {"within_3pct": ">= 0.995 (from --full only)", "mean_penalty_when_wrong": "<= 0.01"},
-    }));
-    records.push(json!({
-        "metric": "tune_selection_gain",
-        "stampede": picked_total,
-        "baseline": avg_time,
-        "baseline_name": format!("always {avg_best} (best on average)"),
-        "ratio": picked_total / avg_time,
-        "best_possible": best_total,
-        "unit": "s summed over the inputs",
-    }));
+    record["library"] = json!("sort (insertion, pdqsort, radix8)");
+    records.push(record);
 }

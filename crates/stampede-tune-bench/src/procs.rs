@@ -6,16 +6,16 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stampede_net::{Config, Space};
 
 use crate::netns::Network;
 use stampede_strata::models::{time_member, Operation};
 use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
-use stampede_tuned::sort::{sort, Algorithm};
-use stampede_tuned::stencil::{relax_grid, Layout};
-use stampede_tuned::{grid, keys, OMEGA};
+use stampede_tuned::sort::Algorithm;
+use stampede_tuned::stencil::Layout;
+use stampede_tuned::{time_sort_member, time_stencil_member};
 
 const ROLE: &str = "STAMPEDE_TUNE_WORKER";
 
@@ -126,20 +126,9 @@ fn take_part(
     };
     match job {
         Job::Strata(op, _, n, reps) => time_member(sub, op, n, reps),
-        Job::Sort(a, _, n, seed) => {
-            let m = &*sub;
-            let mine = keys(n, seed ^ rank as u64);
-            m.barrier()?;
-            let t0 = Instant::now();
-            std::hint::black_box(sort(m, mine, a, Exchange::Interleaved)?);
-            Ok(t0.elapsed().as_secs_f64())
-        }
+        Job::Sort(a, _, n, seed) => time_sort_member(sub, a, n, Exchange::Interleaved, seed),
         Job::Stencil(layout, n, t, extra, seed) => {
-            let g = if rank == 0 { grid(n, seed) } else { Vec::new() };
-            sub.barrier()?;
-            let t0 = Instant::now();
-            std::hint::black_box(relax_grid(sub, &g, n, t, OMEGA, layout, extra)?);
-            Ok(t0.elapsed().as_secs_f64())
+            time_stencil_member(sub, layout, n, t, extra, seed)
         }
     }
 }

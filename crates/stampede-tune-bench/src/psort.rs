@@ -12,6 +12,7 @@ use stampede_tuned::sort::Algorithm;
 use stampede_tuned::{spec, time_threads, DigitModel, SortLibrary, DIGITS};
 
 use crate::median;
+use crate::study::{interleaved, Effort, Parameter};
 
 const MIN_N: usize = 16;
 const MAX_N: usize = 65_536;
@@ -61,11 +62,12 @@ pub fn run(
     records: &mut Vec<Value>,
     inputs: usize,
     full: bool,
+    effort: Effort,
     platform: &str,
     max_p: usize,
     sorter: Measure<'_>,
 ) {
-    let points = if full { 40 } else { 24 };
+    let points = effort.points;
     let t0 = std::time::Instant::now();
     let lib = SortLibrary::calibrate(&Algorithm::ALL, max_p, MAX_N, points, |a, p, n, seed| {
         Ok(sorter(a, p, n, seed))
@@ -164,10 +166,9 @@ pub fn run(
         let winners: Vec<String> = grid
             .iter()
             .map(|&n| {
-                let t: Vec<f64> = Algorithm::ALL
-                    .iter()
-                    .map(|&a| time3(sorter, a, p, n, 77))
-                    .collect();
+                let t = interleaved(Algorithm::ALL.len(), 77, &mut |k, seed| {
+                    sorter(Algorithm::ALL[k], p, n, seed)
+                });
                 let k = (0..t.len())
                     .min_by(|&a, &b| t[a].total_cmp(&t[b]))
                     .expect("some");
@@ -190,52 +191,32 @@ pub fn run(
     records.push(json!({"metric": "psort_crossovers", "platform": platform, "table": table}));
 
     // The digit size as a parameter.
-    let digits =
-        DigitModel::calibrate(max_p, MAX_N, if full { 60 } else { 36 }, |a, p, n, seed| {
-            Ok(sorter(a, p, n, seed))
-        })
-        .expect("the digit model");
-    let cases = if full { 200 } else { 30 };
-    let (mut exact, mut penalties, mut rows) = (0usize, Vec::new(), Vec::new());
+    let digits = DigitModel::calibrate(max_p, MAX_N, effort.parameter_points, |a, p, n, seed| {
+        Ok(sorter(a, p, n, seed))
+    })
+    .expect("the digit model");
+    let cases = effort.parameter_cases;
+    let values: Vec<usize> = DIGITS.map(|b| b as usize).collect();
+    let mut tally = Parameter::new();
     for i in 0..cases {
         let p = rng.gen_range(2..=max_p);
         let u: f64 = rng.gen();
         let n =
             ((MIN_N as f64).ln() + u * ((MAX_N as f64).ln() - (MIN_N as f64).ln())).exp() as usize;
         let (pick, _) = digits.best(p, n).expect("inside the ranges");
-        let t: Vec<(u32, f64)> = DIGITS
-            .map(|b| (b, time3(sorter, Algorithm::Radix(b), p, n, 9000 + i as u64)))
-            .collect();
-        let (best, tbest) = t
-            .iter()
-            .copied()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("some");
-        let tpick = t.iter().find(|x| x.0 == pick).expect("in range").1;
-        let tfixed = t.iter().find(|x| x.0 == 8).expect("8 bits").1;
-        if pick == best {
-            exact += 1;
-        }
-        penalties.push(tpick / tbest - 1.0);
-        rows.push(json!({"p": p, "n": n, "predicted_best": pick, "measured_best": best, "penalty": tpick / tbest - 1.0, "benefit_over_8_bits": tfixed / tpick - 1.0}));
+        let t = interleaved(values.len(), 9000 + 10 * i as u64, &mut |k, seed| {
+            sorter(Algorithm::Radix(values[k] as u32), p, n, seed)
+        });
+        let at = |b: usize| t[values.iter().position(|&v| v == b).expect("a digit size")];
+        let benefit = at(8) / at(pick as usize) - 1.0;
+        let case = json!({"p": p, "n": n, "benefit_over_8_bits": benefit});
+        tally.add(&values, &t, pick as usize, case);
     }
-    penalties.sort_by(f64::total_cmp);
-    let p99 = penalties[((penalties.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
-    println!(
-        "psort {platform}: digit size over {cases} inputs: the measured best {:.1}% of the time, penalty at the 99th percentile {:.2}%: {}",
-        100.0 * exact as f64 / cases as f64,
-        100.0 * p99,
-        digits.model().formula()
-    );
-    records.push(json!({
-        "metric": "psort_digit_size",
-        "platform": platform,
-        "inputs": cases,
-        "exact": exact as f64 / cases as f64,
-        "penalty_p99": p99,
-        "formula": digits.model().formula(),
-        "mre_fit": digits.model().mre,
-        "targets": {"exact": ">= 0.95", "penalty_p99": "<= 0.02"},
-        "cases": rows,
-    }));
+    records.push(tally.record(
+        "psort_digit_size",
+        platform,
+        "psort digit size",
+        digits.model().formula(),
+        digits.model().mre,
+    ));
 }

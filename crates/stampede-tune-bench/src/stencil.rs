@@ -12,6 +12,7 @@ use stampede_tuned::stencil::Layout;
 use stampede_tuned::{stencil_spec, ExtraRowsModel, StencilLibrary, EXTRA};
 
 use crate::median;
+use crate::study::{interleaved, Effort, Parameter};
 
 const MAX_N: usize = 384;
 const MAX_T: usize = 24;
@@ -30,11 +31,12 @@ pub fn run(
     records: &mut Vec<Value>,
     inputs: usize,
     full: bool,
+    effort: Effort,
     platform: &str,
     p: usize,
     relax: Measure<'_>,
 ) {
-    let points = if full { 40 } else { 24 };
+    let points = effort.points;
     let t0 = std::time::Instant::now();
     let lib = StencilLibrary::calibrate(p, MAX_N, MAX_T, points, 1, &mut |l, n, t, k, seed| {
         Ok::<f64, StrataError>(relax(l, n, t, k, seed))
@@ -126,65 +128,36 @@ pub fn run(
         layout,
         MAX_N,
         MAX_T,
-        if full { 60 } else { 36 },
+        effort.parameter_points,
         &mut |l, n, t, k, seed| Ok::<f64, StrataError>(relax(l, n, t, k, seed)),
     )
     .expect("the extra-rows model");
-    let cases = if full { 200 } else { 30 };
-    let (mut exact, mut penalties, mut rows) = (0usize, Vec::new(), Vec::new());
+    let cases = effort.parameter_cases;
+    let values: Vec<usize> = EXTRA.collect();
+    let mut tally = Parameter::new();
     for i in 0..cases {
         let n = log_uniform(&mut rng, 8, MAX_N);
         let t = rng.gen_range(2..=MAX_T);
         let (pick, predicted) = extra.best(n, t).expect("inside the ranges");
-        let times: Vec<(usize, f64)> = EXTRA
-            .map(|k| {
-                (
-                    k,
-                    median(
-                        (0..3)
-                            .map(|j| relax(layout, n, t, k, 700 + 10 * i + j))
-                            .collect(),
-                    ),
-                )
-            })
-            .collect();
-        let (best, tbest) = times
-            .iter()
-            .copied()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("some");
-        let tpick = times[pick - EXTRA.start()].1;
-        let tone = times[0].1;
+        let times = interleaved(values.len(), 700 + 10 * i as u64, &mut |k, seed| {
+            relax(layout, n, t, values[k], seed)
+        });
+        let tpick = times[values.iter().position(|&v| v == pick).expect("a width")];
         let predicted_one = extra.model().predict(&[n as f64, t as f64, 1.0]);
-        if pick == best {
-            exact += 1;
-        }
-        penalties.push(tpick / tbest - 1.0);
-        rows.push(json!({
-            "n": n, "t": t, "predicted_best": pick, "measured_best": best,
-            "penalty": tpick / tbest - 1.0,
+        let case = json!({
+            "n": n, "t": t,
             "benefit_predicted": predicted_one / predicted - 1.0,
-            "benefit_measured": tone / tpick - 1.0,
-        }));
+            "benefit_measured": times[0] / tpick - 1.0,
+        });
+        tally.add(&values, &times, pick, case);
     }
-    penalties.sort_by(f64::total_cmp);
-    let p99 = penalties[((penalties.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
-    println!(
-        "stencil {platform}: extra rows over {cases} inputs: the measured best {:.1}% of the time, penalty at the 99th percentile {:.2}%: {}",
-        100.0 * exact as f64 / cases as f64,
-        100.0 * p99,
-        extra.model().formula()
+    let mut record = tally.record(
+        "stencil_extra_rows",
+        platform,
+        "stencil extra rows",
+        extra.model().formula(),
+        extra.model().mre,
     );
-    records.push(json!({
-        "metric": "stencil_extra_rows",
-        "platform": platform,
-        "layout": layout.name(),
-        "inputs": cases,
-        "exact": exact as f64 / cases as f64,
-        "penalty_p99": p99,
-        "formula": extra.model().formula(),
-        "mre_fit": extra.model().mre,
-        "targets": {"exact": ">= 0.95", "penalty_p99": "<= 0.02"},
-        "cases": rows,
-    }));
+    record["layout"] = json!(layout.name());
+    records.push(record);
 }

@@ -16,10 +16,12 @@ mod sort_models;
 pub mod stencil;
 mod stencil_models;
 
-pub use sort_models::{keys, spec, time_threads, DigitModel, SortLibrary, DIGITS};
+pub use sort_models::{
+    keys, spec, time_sort_member, time_threads, DigitModel, SortLibrary, DIGITS,
+};
 pub use stencil_models::{
-    grid, stencil_spec, time_threads as time_stencil_threads, ExtraRowsModel, StencilLibrary,
-    StencilMeasure, EXTRA, OMEGA,
+    grid, stencil_spec, time_stencil_member, time_threads as time_stencil_threads, ExtraRowsModel,
+    StencilLibrary, StencilMeasure, EXTRA, OMEGA,
 };
 
 // The tuning guide's examples are compiled and run as doc tests.

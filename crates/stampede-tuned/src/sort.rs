@@ -68,10 +68,17 @@ fn to_bytes(keys: &[u32]) -> Bytes {
     Bytes::copy_from_slice(bytemuck::cast_slice(keys))
 }
 
-fn from_bytes(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("four bytes")))
-        .collect()
+/// The keys of `blocks`, in order. (One sized extend per block: a flattening iterator
+/// would cost more than the local sort pass.)
+fn concat(blocks: &[Bytes]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(blocks.iter().map(|b| b.len() / 4).sum());
+    for b in blocks {
+        out.extend(
+            b.chunks_exact(4)
+                .map(|c| u32::from_ne_bytes(c.try_into().expect("four bytes"))),
+        );
+    }
+    out
 }
 
 /// Stable counting sort of `keys` by the `bits`-bit digit at `shift`; returns the sorted
@@ -144,7 +151,7 @@ fn radix(
             blocks.push(to_bytes(&sorted[start..i]));
         }
         let got = m.all_to_all(blocks, exchange)?;
-        let merged: Vec<u32> = got.iter().flat_map(|b| from_bytes(b)).collect();
+        let merged: Vec<u32> = concat(&got);
         keys = by_digit(&merged, shift, bits).0;
         shift += bits;
     }
@@ -168,7 +175,7 @@ fn sample(m: &Member, mut keys: Vec<u32>, exchange: Exchange) -> Result<Vec<u32>
         (1..p).map(|i| keys[i * keys.len() / p]).collect()
     };
     let all = m.all_to_all(vec![to_bytes(&samples); p], exchange)?;
-    let mut pool: Vec<u32> = all.iter().flat_map(|b| from_bytes(b)).collect();
+    let mut pool: Vec<u32> = concat(&all);
     pool.sort_unstable();
     let splitters: Vec<u32> = if pool.is_empty() {
         Vec::new()
@@ -187,7 +194,7 @@ fn sample(m: &Member, mut keys: Vec<u32>, exchange: Exchange) -> Result<Vec<u32>
         start = end;
     }
     let got = m.all_to_all(blocks, exchange)?;
-    let mut out: Vec<u32> = got.iter().flat_map(|b| from_bytes(b)).collect();
+    let mut out: Vec<u32> = concat(&got);
     out.sort_unstable();
     Ok(out)
 }

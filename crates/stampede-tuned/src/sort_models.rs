@@ -1,13 +1,11 @@
 //! Cost models of the sort implementations, calibrated on a deployment, and the selector
 //! that picks one for an input (thesis §4.5).
 
-use std::time::Instant;
-
 use stampede_core::Runtime;
 use stampede_strata::{Combine, Exchange, GroupOptions, Member, Op, StrataError};
 use stampede_tune::{sample_points, Model, ModelSpec, Selector, TermSpec, TuneError};
 
-use crate::calibrate::{bad, measured_fit};
+use crate::calibrate::{bad, measured_fit, time_repeated};
 use crate::sort::{sort, Algorithm};
 
 /// The model specification of `algorithm` over group sizes `2..=max_p` and `16..=max_n`
@@ -45,7 +43,29 @@ pub fn keys(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// Seconds for the slowest of `p` threads in one process to sort `n` keys each.
+/// Seconds per sort for this member: each member sorts `n` keys, repeated when the sort is
+/// short (see the crate's timing of samples: a warm-up run, then enough runs for 2 ms).
+/// Every member calls it with the same arguments; the slowest member's time is the sort's.
+pub fn time_sort_member(
+    m: &Member,
+    algorithm: Algorithm,
+    n: usize,
+    exchange: Exchange,
+    seed: u64,
+) -> Result<f64, StrataError> {
+    time_repeated(
+        m,
+        |r| keys(n, seed ^ m.rank() as u64 ^ ((r as u64) << 32)),
+        |mine| {
+            std::hint::black_box(sort(m, mine, algorithm, exchange)?);
+            Ok(())
+        },
+    )
+}
+
+/// Seconds for the slowest of `p` threads in one process, each bound to a core
+/// ([`stampede_strata::models::pin_member`]), to sort `n` keys each
+/// ([`time_sort_member`]).
 pub fn time_threads(
     algorithm: Algorithm,
     p: usize,
@@ -59,12 +79,9 @@ pub fn time_threads(
             .map(|rank| {
                 let rt = rt.clone();
                 s.spawn(move || {
+                    stampede_strata::models::pin_member(rank);
                     let m = Member::join(&rt, "sort", rank, p, GroupOptions::default())?;
-                    let mine = keys(n, seed ^ rank as u64);
-                    m.barrier()?;
-                    let t0 = Instant::now();
-                    std::hint::black_box(sort(&m, mine, algorithm, exchange)?);
-                    let t = t0.elapsed().as_secs_f64();
+                    let t = time_sort_member(&m, algorithm, n, exchange, seed)?;
                     m.combine_one(Combine::Reduce, Op::Max, t)
                 })
             })

@@ -2,13 +2,11 @@
 //! (thesis §4.4), the selector over the layouts that can divide among them, and the
 //! ghost-zone width as a parameter (thesis §5.2).
 
-use std::time::Instant;
-
 use stampede_core::Runtime;
 use stampede_strata::{Combine, GroupOptions, Member, Op, StrataError};
 use stampede_tune::{sample_points, Model, ModelSpec, TermSpec, TuneError};
 
-use crate::calibrate::{bad, measured_fit};
+use crate::calibrate::{bad, measured_fit, time_repeated};
 
 use crate::stencil::{relax_grid, Layout};
 
@@ -52,7 +50,35 @@ pub fn grid(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// Seconds for the slowest of `p` threads to relax an `n × n` grid `t` times.
+/// Seconds per relaxation for this member: member 0 holds the `n × n` grid (`grid(n,
+/// seed)`, made here), which every layout spreads and gathers; the run is repeated when it
+/// is short (a warm-up run, then enough runs for 2 ms). Every member calls it with the same
+/// arguments; the slowest member's time is the run's.
+pub fn time_stencil_member(
+    m: &Member,
+    layout: Layout,
+    n: usize,
+    t: usize,
+    extra: usize,
+    seed: u64,
+) -> Result<f64, StrataError> {
+    let g = if m.rank() == 0 {
+        grid(n, seed)
+    } else {
+        Vec::new()
+    };
+    time_repeated(
+        m,
+        |_| (),
+        |()| {
+            std::hint::black_box(relax_grid(m, &g, n, t, OMEGA, layout, extra)?);
+            Ok(())
+        },
+    )
+}
+
+/// Seconds for the slowest of `p` threads, each bound to a core, to relax an `n × n` grid
+/// `t` times ([`time_stencil_member`]).
 pub fn time_threads(
     layout: Layout,
     p: usize,
@@ -62,18 +88,14 @@ pub fn time_threads(
     seed: u64,
 ) -> Result<f64, StrataError> {
     let rt = Runtime::new();
-    let g = grid(n, seed);
     let times: Vec<Result<f64, StrataError>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..p)
             .map(|rank| {
-                let (rt, g) = (rt.clone(), &g);
+                let rt = rt.clone();
                 s.spawn(move || {
+                    stampede_strata::models::pin_member(rank);
                     let m = Member::join(&rt, "stencil", rank, p, GroupOptions::default())?;
-                    m.barrier()?;
-                    let t0 = Instant::now();
-                    let mine: &[f64] = if rank == 0 { g } else { &[] };
-                    std::hint::black_box(relax_grid(&m, mine, n, t, OMEGA, layout, extra)?);
-                    let took = t0.elapsed().as_secs_f64();
+                    let took = time_stencil_member(&m, layout, n, t, extra, seed)?;
                     m.combine_one(Combine::Reduce, Op::Max, took)
                 })
             })
