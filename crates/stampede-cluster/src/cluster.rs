@@ -1,0 +1,189 @@
+//! Starting and stopping an address space's cluster, and listing the tasks it runs.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use stampede_net::Space;
+
+use crate::error::ClusterError;
+use crate::serve::{handle, listed, watch};
+use crate::shared::{lock, member_name, Cluster, ClusterOptions, Registry, Shared};
+use crate::wire::{decode_list, Msg, SERVICE};
+
+/// A task as [`Cluster::tasks`] and [`list_tasks`] report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskInfo {
+    /// The space that spawned it and its number there.
+    pub id: crate::ThreadId,
+    /// The name it was spawned under.
+    pub task: String,
+    /// Whether it was asked to stop and has not yet.
+    pub cancelling: bool,
+    /// How long it has run.
+    pub running: std::time::Duration,
+}
+
+/// The tasks one address space runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpaceTasks {
+    pub space: String,
+    /// Why the space did not answer, if it did not.
+    pub error: Option<String>,
+    pub tasks: Vec<TaskInfo>,
+}
+
+fn info(l: crate::wire::Listed) -> TaskInfo {
+    TaskInfo {
+        id: crate::ThreadId {
+            origin: l.origin,
+            seq: l.seq,
+        },
+        task: l.task,
+        cancelling: l.cancelling,
+        running: std::time::Duration::from_millis(l.running_ms),
+    }
+}
+
+impl Cluster {
+    /// Makes `space` a member of its application's cluster, able to run the tasks of
+    /// `registry` for any member and to be home to synchronisation objects. One cluster
+    /// per space: a second start fails with [`ClusterError::InvalidArgument`].
+    pub fn start(
+        space: &Space,
+        registry: Registry,
+        opts: ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
+        let sh = Arc::new(Shared::new(space, registry, opts));
+        let weak = Arc::downgrade(&sh);
+        space
+            .serve(SERVICE, move |from, item| match weak.upgrade() {
+                Some(sh) => handle(&sh, from, item),
+                None => Err("the cluster stopped in this space".into()),
+            })
+            .map_err(|e| match e {
+                stampede_net::NetError::Stm(stampede_core::StmError::NameTaken(_)) => {
+                    ClusterError::InvalidArgument(
+                        "this address space is a cluster member already".into(),
+                    )
+                }
+                e => e.into(),
+            })?;
+        // The watch starts before this space announces itself, so no member's
+        // departure is missed; its history brings the members already there.
+        let events = match space.watch() {
+            Ok(w) => w,
+            Err(e) => {
+                space.unserve(SERVICE);
+                return Err(e.into());
+            }
+        };
+        if let Err(e) = space.register_service(&member_name(space.id()), "") {
+            space.unserve(SERVICE);
+            return Err(e.into());
+        }
+        let weak = Arc::downgrade(&sh);
+        std::thread::Builder::new()
+            .name("cluster members".into())
+            .spawn(move || watch(weak, events))
+            .map_err(|e| ClusterError::InvalidArgument(format!("no thread: {e}")))?;
+        Ok(Cluster { sh })
+    }
+
+    /// This space's id.
+    pub fn id(&self) -> &str {
+        &self.sh.id
+    }
+
+    /// The address space.
+    pub fn space(&self) -> &Space {
+        &self.sh.space
+    }
+
+    /// The tasks this space runs.
+    pub fn tasks(&self) -> Vec<TaskInfo> {
+        listed(&self.sh).into_iter().map(info).collect()
+    }
+
+    /// What this space's cluster did: tasks spawned from here, tasks run here, malformed
+    /// messages received and answers that arrived after their request gave up.
+    pub fn stats(&self) -> ClusterStats {
+        let c = &self.sh.counters;
+        ClusterStats {
+            spawned: c.spawned.load(Ordering::Relaxed),
+            ran: c.ran.load(Ordering::Relaxed),
+            running: lock(&self.sh.running).len() as u64,
+            malformed: c.malformed.load(Ordering::Relaxed),
+            unclaimed: c.unclaimed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Leaves the cluster: this space stops serving it and its membership goes from the
+    /// name server, so the others handle it as gone. Tasks running here run on, but their
+    /// ends reach nobody.
+    pub fn stop(self) {
+        self.sh.stop();
+    }
+}
+
+/// Counters of one space's cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClusterStats {
+    pub spawned: u64,
+    pub ran: u64,
+    pub running: u64,
+    pub malformed: u64,
+    pub unclaimed: u64,
+}
+
+impl Shared {
+    pub(crate) fn stop(&self) {
+        if !self.stopped.swap(true, Ordering::AcqRel) {
+            self.space.unserve(SERVICE);
+            self.space.unregister(&member_name(&self.id));
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The tasks every member of `space`'s application cluster runs, asked of each member
+/// (any space can ask, a member or not: what `stampede threads` shows).
+pub fn list_tasks(space: &Space) -> Vec<SpaceTasks> {
+    let prefix = member_name("");
+    let mut members: Vec<String> = space
+        .records()
+        .into_iter()
+        .filter_map(|r| r.name.strip_prefix(&prefix).map(str::to_owned))
+        .collect();
+    members.sort();
+    members.dedup();
+    members
+        .into_iter()
+        .map(|m| {
+            let answer = space
+                .call(&m, SERVICE, Msg::List.encode())
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.wait().map_err(|e| e.to_string()))
+                .and_then(|item| decode_list(item.as_bytes().cloned().unwrap_or_default()));
+            match answer {
+                Ok(l) => SpaceTasks {
+                    space: m,
+                    error: None,
+                    tasks: l.into_iter().map(info).collect(),
+                },
+                Err(e) => SpaceTasks {
+                    space: m,
+                    error: Some(e),
+                    tasks: Vec::new(),
+                },
+            }
+        })
+        .collect()
+}

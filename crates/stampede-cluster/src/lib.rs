@@ -1,0 +1,41 @@
+//! Cluster threads (CableS, and Stampede's dynamic tasks): one program spawns, joins and
+//! cancels tasks in any address space of its application, and synchronises them with
+//! cluster-wide mutexes, conditions, semaphores and barriers, as threads of one machine.
+//!
+//! Each address space that takes part starts a [`Cluster`] with a [`Registry`] of the tasks
+//! it can run, by name (code does not travel; the same binary, or one registering the same
+//! names, runs everywhere). [`Cluster::spawn`] places a task by a [`Placement`] (here, on a
+//! named space, round-robin, least loaded); [`JoinHandle::join`] returns its result bytes or
+//! how it ended (failed, panicked, cancelled, lost with its space). A task is a Stampede task
+//! too ([`TaskContext::task`]), with a virtual time, so it uses channels and queues as any
+//! other.
+//!
+//! Synchronisation objects are named and live in one address space, their home, the first
+//! that made them ([`Cluster::mutex`], [`Cluster::condition`], [`Cluster::semaphore`]). A
+//! lock from another space is one message there and one back; from the home itself it is a
+//! local operation. When the space of a task holding a mutex dies, the mutex is released
+//! and the next holder gets [`LockError::OwnerDied`], as with a robust mutex. A barrier
+//! ([`Cluster::barrier`]) is a Strata barrier over its members, so a member that dies makes
+//! the others' waits fail instead of hang.
+//!
+//! Layering, without circles: `error`, `wire`, `home` (the homes' state machine), `waits`
+//! → `shared` (the state, sending, running a task, departures) → `serve` (the served code
+//! and the membership watch), `thread`, `sync`, `barrier` → `cluster` (start, stop, lists).
+
+mod barrier;
+mod cluster;
+mod error;
+mod home;
+mod serve;
+mod shared;
+mod sync;
+mod thread;
+mod waits;
+mod wire;
+
+pub use barrier::Barrier;
+pub use cluster::{list_tasks, ClusterStats, SpaceTasks, TaskInfo};
+pub use error::{ClusterError, TaskError};
+pub use shared::{Cluster, ClusterOptions, Registry, TaskBody, TaskContext, ThreadId};
+pub use sync::{Condition, LockError, Mutex, MutexGuard, Semaphore};
+pub use thread::{JoinHandle, Placement};

@@ -1,0 +1,642 @@
+//! What one address space's cluster shares between its handles, its tasks and the code it
+//! serves: the registry, the objects it is home to, the requests and handles waiting for
+//! answers, the tasks it runs, and the cluster's other spaces. The operations the handles
+//! make live with the handles (`thread`, `sync`, `barrier`); what every one of them needs
+//! (sending, finding an object's home, running a task, a space's departure) is here.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use stampede_core::{StmError, Task, Timestamp};
+use stampede_net::{NetError, Space};
+
+use crate::error::{ClusterError, TaskError};
+use crate::home::{Action, Homes, Kind};
+use crate::waits::Slots;
+use crate::wire::{Msg, Outcome, SERVICE};
+
+/// A task body: runs with its context and argument bytes, returns result bytes.
+pub type TaskBody = dyn Fn(&TaskContext, Bytes) -> Result<Bytes, TaskError> + Send + Sync;
+
+/// The tasks an address space can run, by name. Every space of a cluster that runs a
+/// task must register it under the same name: code does not travel, names do.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tasks: HashMap<String, Arc<TaskBody>>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Registers `body` as task `name` (replacing one registered before).
+    pub fn task(
+        mut self,
+        name: &str,
+        body: impl Fn(&TaskContext, Bytes) -> Result<Bytes, TaskError> + Send + Sync + 'static,
+    ) -> Registry {
+        self.tasks.insert(name.to_owned(), Arc::new(body));
+        self
+    }
+
+    /// The names registered.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.tasks.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<TaskBody>> {
+        self.tasks.get(name).cloned()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tasks", &self.names())
+            .finish()
+    }
+}
+
+/// Settings of an address space's cluster.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ClusterOptions {
+    /// How long a lock, condition, semaphore or barrier wait may last; `None` waits for as
+    /// long as the objects' homes and the other members live.
+    pub timeout: Option<Duration>,
+}
+
+impl ClusterOptions {
+    /// How long a synchronisation wait may last.
+    pub fn timeout(mut self, t: Option<Duration>) -> Self {
+        self.timeout = t;
+        self
+    }
+}
+
+/// A task's identity: the address space that spawned it and that space's number for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadId {
+    pub origin: String,
+    pub seq: u64,
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{}", self.origin, self.seq)
+    }
+}
+
+/// What a running task sees of itself.
+pub struct TaskContext {
+    pub(crate) cluster: Cluster,
+    pub(crate) id: ThreadId,
+    pub(crate) name: String,
+    pub(crate) cancel: Arc<AtomicBool>,
+    pub(crate) task: Task,
+}
+
+impl TaskContext {
+    /// This task's identity.
+    pub fn id(&self) -> &ThreadId {
+        &self.id
+    }
+    /// The name it was spawned under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The cluster of the address space running it, to spawn, lock and wait.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+    /// The Stampede task it is: its virtual time, its connections to channels and queues.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+    /// The address space running it.
+    pub fn space(&self) -> &Space {
+        &self.cluster.sh.space
+    }
+    /// Whether its joiner asked it to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Acquire)
+    }
+    /// [`ClusterError::Cancelled`] once its joiner asked it to stop: a cancellation point.
+    pub fn check(&self) -> Result<(), ClusterError> {
+        if self.is_cancelled() {
+            Err(ClusterError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+thread_local! {
+    /// The cancellation flag of the task this thread runs, if any: its waits give up when
+    /// it is raised.
+    static CANCEL: std::cell::RefCell<Option<Arc<AtomicBool>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the task running on this thread was cancelled.
+pub(crate) fn cancelled_here() -> bool {
+    CANCEL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Acquire))
+    })
+}
+
+/// The answer a request gets from an object's home.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Granted {
+        owner_died: bool,
+    },
+    Woken,
+    Refused(String),
+    /// The home left or died.
+    Lost(String),
+}
+
+/// How a spawned task ended, as its handle learns it.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Outcome(Outcome),
+    /// The space running it left or died.
+    Lost(String),
+}
+
+/// A task this space spawned and has not heard the end of.
+pub(crate) struct Placed {
+    pub space: String,
+}
+
+/// A task this space runs.
+pub(crate) struct Running {
+    pub task: String,
+    pub cancel: Arc<AtomicBool>,
+    pub started: Instant,
+}
+
+/// A request waiting at a home.
+pub(crate) struct Pending {
+    pub home: String,
+}
+
+/// Counters of what this space's cluster did.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub spawned: AtomicU64,
+    pub ran: AtomicU64,
+    pub malformed: AtomicU64,
+    pub unclaimed: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub space: Space,
+    pub id: String,
+    pub registry: Registry,
+    pub opts: ClusterOptions,
+    next: AtomicU64,
+    pub homes: Mutex<Homes>,
+    /// The objects this space is home to.
+    pub claimed: Mutex<HashMap<String, Kind>>,
+    /// Held while this space claims an object.
+    claiming: Mutex<()>,
+    /// Object name → its home space and kind.
+    pub home_of: Mutex<HashMap<String, (String, Kind)>>,
+    pub answers: Slots<Answer>,
+    pub pending: Mutex<HashMap<u64, Pending>>,
+    pub ends: Slots<Ended>,
+    pub placed: Mutex<HashMap<u64, Placed>>,
+    pub running: Mutex<HashMap<ThreadId, Running>>,
+    /// The cluster's spaces, sorted (this one included).
+    pub members: Mutex<Vec<String>>,
+    pub turn: AtomicUsize,
+    pub stopped: AtomicBool,
+    pub counters: Counters,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The name-server name of space `id`'s membership.
+pub(crate) fn member_name(id: &str) -> String {
+    format!("cluster/space/{id}")
+}
+
+/// The name-server name of object `name`.
+fn object_name(name: &str) -> String {
+    format!("cluster/object/{name}")
+}
+
+/// The cluster of one address space: spawn tasks anywhere in it, and make its mutexes,
+/// conditions, semaphores and barriers. Cheap to clone; the space stays a member while a
+/// handle or a task of it lives.
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) sh: Arc<Shared>,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("space", &self.sh.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub fn new(space: &Space, registry: Registry, opts: ClusterOptions) -> Shared {
+        Shared {
+            id: space.id().to_owned(),
+            space: space.clone(),
+            registry,
+            opts,
+            next: AtomicU64::new(1),
+            homes: Mutex::new(Homes::default()),
+            claimed: Mutex::new(HashMap::new()),
+            claiming: Mutex::new(()),
+            home_of: Mutex::new(HashMap::new()),
+            answers: Slots::default(),
+            pending: Mutex::new(HashMap::new()),
+            ends: Slots::default(),
+            placed: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+            members: Mutex::new(vec![space.id().to_owned()]),
+            turn: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends `msg` one way to space `to`'s cluster.
+    pub fn send(&self, to: &str, msg: &Msg) -> Result<(), ClusterError> {
+        self.space.invoke(to, SERVICE, msg.encode())?;
+        Ok(())
+    }
+
+    /// Calls space `to`'s cluster with `msg` and waits for the answer's bytes.
+    pub fn call(&self, to: &str, msg: &Msg) -> Result<Bytes, ClusterError> {
+        let item = self.space.call(to, SERVICE, msg.encode())?.wait()?;
+        Ok(item.as_bytes().cloned().unwrap_or_default())
+    }
+
+    /// Delivers a home's actions about `object`: to this space's waiting requests
+    /// directly, to others' by message.
+    pub fn apply(&self, object: &str, actions: Vec<Action>) {
+        for a in actions {
+            let to = a.to().clone();
+            if to.space == self.id {
+                self.answer(object, to.seq, action_answer(a));
+            } else {
+                let msg = match a {
+                    Action::Grant { owner_died, .. } => Msg::Grant {
+                        object: object.to_owned(),
+                        seq: to.seq,
+                        owner_died,
+                    },
+                    Action::Wake { .. } => Msg::Wake {
+                        object: object.to_owned(),
+                        seq: to.seq,
+                    },
+                    Action::Refuse { why, .. } => Msg::Refused { seq: to.seq, why },
+                };
+                // A waiter whose space is gone needs nothing; its departure releases what
+                // it was granted.
+                let _ = self.send(&to.space, &msg);
+            }
+        }
+    }
+
+    /// Gives this space's request `seq` its answer about `object`. A request that gave
+    /// up meanwhile does not take it: a grant goes back to the home, a wake goes on to
+    /// another waiter.
+    pub fn answer(&self, object: &str, seq: u64, answer: Answer) {
+        lock(&self.pending).remove(&seq);
+        if let Err(a) = self.answers.fill(seq, answer) {
+            self.counters.unclaimed.fetch_add(1, Ordering::Relaxed);
+            match a {
+                Answer::Woken => {
+                    let _ = self.signal(object, false);
+                }
+                Answer::Granted { .. } => {
+                    let _ = self.give_back(object, seq);
+                }
+                Answer::Refused(_) | Answer::Lost(_) => {}
+            }
+        }
+    }
+
+    /// Returns to its home a grant that request `seq` no longer wants.
+    fn give_back(&self, object: &str, seq: u64) -> Result<(), ClusterError> {
+        let home = self.known_home(object)?;
+        if home == self.id {
+            let w = crate::home::Waiter {
+                space: self.id.clone(),
+                seq,
+            };
+            let acts = lock(&self.homes).returned(object, &w);
+            self.apply(object, acts);
+            Ok(())
+        } else {
+            self.send(
+                &home,
+                &Msg::Return {
+                    object: object.to_owned(),
+                    seq,
+                },
+            )
+        }
+    }
+
+    /// Signals condition `object` at its home.
+    pub fn signal(&self, object: &str, all: bool) -> Result<(), ClusterError> {
+        let home = self.known_home(object)?;
+        if home == self.id {
+            let acts = lock(&self.homes).signal(object, all);
+            self.apply(object, acts);
+            Ok(())
+        } else {
+            self.send(
+                &home,
+                &Msg::Signal {
+                    cond: object.to_owned(),
+                    all,
+                },
+            )
+        }
+    }
+
+    /// The home of an object this space has used.
+    pub fn known_home(&self, object: &str) -> Result<String, ClusterError> {
+        lock(&self.home_of)
+            .get(object)
+            .map(|(h, _)| h.clone())
+            .ok_or_else(|| ClusterError::InvalidArgument(format!("no object {object:?} known")))
+    }
+
+    /// The home of object `name` of `kind`: the space that first made it, found through
+    /// the name server, or this space if none has (`initial`: a semaphore's count, a
+    /// barrier's size).
+    pub fn home(&self, name: &str, kind: Kind, initial: u64) -> Result<String, ClusterError> {
+        if name.is_empty() {
+            return Err(ClusterError::InvalidArgument(
+                "an object needs a name".into(),
+            ));
+        }
+        let wrong = |k: &str| {
+            ClusterError::InvalidArgument(format!("{name:?} is a {k}, not a {}", kind.name()))
+        };
+        if let Some((h, k)) = lock(&self.home_of).get(name) {
+            return if *k == kind {
+                Ok(h.clone())
+            } else {
+                Err(wrong(k.name()))
+            };
+        }
+        let meta = format!("{}:{initial}", kind.name());
+        let key = object_name(name);
+        let started = Instant::now();
+        let found = |home: &str| {
+            lock(&self.home_of).insert(name.to_owned(), (home.to_owned(), kind));
+            Ok(home.to_owned())
+        };
+        loop {
+            if started.elapsed() > Duration::from_secs(10) {
+                return Err(ClusterError::Timeout {
+                    operation: "finding an object's home",
+                    waited: started.elapsed(),
+                });
+            }
+            if let Some(k) = lock(&self.claimed).get(name).copied() {
+                return if k == kind {
+                    found(&self.id)
+                } else {
+                    Err(wrong(k.name()))
+                };
+            }
+            if let Some(rec) = self.space.record(&key) {
+                let k = rec.meta.split(':').next().unwrap_or("");
+                if k != kind.name() {
+                    return Err(wrong(k));
+                }
+                // A record can be one its space is withdrawing (it lost a race for the
+                // name): only the space that holds the name answers yes.
+                if rec.space != self.id && self.confirm(&rec.space, name, kind) {
+                    return found(&rec.space);
+                }
+            } else {
+                // One claim at a time in this space; the name server settles races
+                // between spaces (both racers withdraw, so neither is home).
+                let _one = lock(&self.claiming);
+                if lock(&self.claimed).contains_key(name) {
+                    continue;
+                }
+                match self.space.register_service(&key, &meta) {
+                    Ok(()) => {
+                        lock(&self.homes)
+                            .create(name, kind, initial)
+                            .map_err(ClusterError::InvalidArgument)?;
+                        lock(&self.claimed).insert(name.to_owned(), kind);
+                        return found(&self.id);
+                    }
+                    Err(NetError::Stm(StmError::NameTaken(_))) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Look again after a pause that differs between spaces.
+            let jitter = (self.next_seq() % 7 + 1) * 2;
+            std::thread::sleep(Duration::from_millis(jitter));
+        }
+    }
+
+    /// Whether space `home` holds object `name` of `kind`.
+    fn confirm(&self, home: &str, name: &str, kind: Kind) -> bool {
+        self.call(
+            home,
+            &Msg::Claim {
+                object: name.to_owned(),
+                kind: kind.code(),
+            },
+        )
+        .is_ok_and(|b| b[..] == [1])
+    }
+
+    /// Whether this space holds object `name` of `kind` (a [`Msg::Claim`]'s answer).
+    pub fn holds(&self, name: &str, kind: u8) -> bool {
+        lock(&self.claimed)
+            .get(name)
+            .is_some_and(|k| k.code() == kind)
+    }
+
+    /// Runs task `task` for `origin`'s handle `seq` on a thread of its own and reports its
+    /// end to `origin`.
+    pub fn run(self: &Arc<Self>, origin: String, seq: u64, task: String, args: Bytes, vt: i64) {
+        let Some(body) = self.registry.get(&task) else {
+            self.end(&origin, seq, Outcome::Unknown);
+            return;
+        };
+        let id = ThreadId {
+            origin: origin.clone(),
+            seq,
+        };
+        let cancel = Arc::new(AtomicBool::new(false));
+        lock(&self.running).insert(
+            id.clone(),
+            Running {
+                task: task.clone(),
+                cancel: cancel.clone(),
+                started: Instant::now(),
+            },
+        );
+        self.counters.ran.fetch_add(1, Ordering::Relaxed);
+        let sh = self.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("cluster {task}"))
+            .spawn(move || {
+                let outcome = sh.body(&*body, id.clone(), task, cancel, args, vt);
+                lock(&sh.running).remove(&id);
+                sh.end(&id.origin, id.seq, outcome);
+            });
+        if let Err(e) = started {
+            lock(&self.running).remove(&ThreadId {
+                origin: origin.clone(),
+                seq,
+            });
+            self.end(&origin, seq, Outcome::Failed(format!("no thread: {e}")));
+        }
+    }
+
+    fn body(
+        self: &Arc<Self>,
+        body: &TaskBody,
+        id: ThreadId,
+        name: String,
+        cancel: Arc<AtomicBool>,
+        args: Bytes,
+        vt: Timestamp,
+    ) -> Outcome {
+        let task = match self
+            .space
+            .runtime()
+            .task_builder()
+            .name(name.clone())
+            .virtual_time(vt)
+            .create()
+        {
+            Ok(t) => t,
+            Err(e) => return Outcome::Failed(format!("no Stampede task: {e}")),
+        };
+        let ctx = TaskContext {
+            cluster: Cluster { sh: self.clone() },
+            id,
+            name,
+            cancel: cancel.clone(),
+            task,
+        };
+        CANCEL.with(|c| *c.borrow_mut() = Some(cancel.clone()));
+        let result = catch_unwind(AssertUnwindSafe(|| body(&ctx, args)));
+        CANCEL.with(|c| *c.borrow_mut() = None);
+        match result {
+            Ok(Ok(b)) => Outcome::Returned(b),
+            Ok(Err(_)) if cancel.load(Ordering::Acquire) => Outcome::Cancelled,
+            Ok(Err(e)) => Outcome::Failed(e.to_string()),
+            Err(p) => Outcome::Panicked(
+                p.downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into()),
+            ),
+        }
+    }
+
+    /// Reports the end of `origin`'s task `seq`.
+    fn end(&self, origin: &str, seq: u64, outcome: Outcome) {
+        if origin == self.id {
+            self.ended(seq, Ended::Outcome(outcome));
+        } else {
+            // An origin that is gone has nobody to tell.
+            let _ = self.send(origin, &Msg::Exit { seq, outcome });
+        }
+    }
+
+    /// This space's task `seq` ended.
+    pub fn ended(&self, seq: u64, how: Ended) {
+        lock(&self.placed).remove(&seq);
+        let _ = self.ends.fill(seq, how);
+    }
+
+    /// Space `space` left the cluster or died: what it held at homes here is released, the
+    /// tasks it ran for this space are lost, the requests waiting at its homes fail, and
+    /// the objects it was home to are forgotten.
+    pub fn space_left(&self, space: &str) {
+        lock(&self.members).retain(|m| m != space);
+        let acts = lock(&self.homes).space_left(space);
+        for (object, a) in acts {
+            self.apply(&object, vec![a]);
+        }
+        let lost: Vec<u64> = lock(&self.placed)
+            .iter()
+            .filter(|(_, p)| p.space == space)
+            .map(|(&s, _)| s)
+            .collect();
+        for seq in lost {
+            self.ended(seq, Ended::Lost(space.to_owned()));
+        }
+        let waiting: Vec<u64> = lock(&self.pending)
+            .iter()
+            .filter(|(_, p)| p.home == space)
+            .map(|(&s, _)| s)
+            .collect();
+        for seq in waiting {
+            lock(&self.pending).remove(&seq);
+            let _ = self.answers.fill(seq, Answer::Lost(space.to_owned()));
+        }
+        lock(&self.home_of).retain(|_, (h, _)| h != space);
+        // Tasks it started here are cancelled: nobody will join them.
+        for (id, r) in lock(&self.running).iter() {
+            if id.origin == space {
+                r.cancel.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// A space joined the cluster.
+    pub fn space_joined(&self, space: &str) {
+        let mut m = lock(&self.members);
+        if let Err(at) = m.binary_search_by(|x| x.as_str().cmp(space)) {
+            m.insert(at, space.to_owned());
+        }
+    }
+}
+
+fn action_answer(a: Action) -> Answer {
+    match a {
+        Action::Grant { owner_died, .. } => Answer::Granted { owner_died },
+        Action::Wake { .. } => Answer::Woken,
+        Action::Refuse { why, .. } => Answer::Refused(why),
+    }
+}

@@ -1,0 +1,245 @@
+//! Spawning, joining and cancelling tasks anywhere in the cluster.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::error::ClusterError;
+use crate::shared::{cancelled_here, lock, Cluster, Ended, Placed, Shared, ThreadId};
+use crate::waits::NoAnswer;
+use crate::wire::{Msg, Outcome};
+
+/// Where a spawned task runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// In this address space.
+    Here,
+    /// In the named address space (pinned).
+    On(String),
+    /// In the cluster's spaces in turn, in the order of their names (as CableS places
+    /// threads).
+    RoundRobin,
+    /// In the space running the fewest tasks, counting this space's own tasks and those it
+    /// placed elsewhere and has not heard the end of; ties go in turn.
+    LeastLoaded,
+}
+
+/// A spawned task: join it for its result, or cancel it. Dropping the handle detaches the
+/// task, which runs on.
+pub struct JoinHandle {
+    sh: Arc<Shared>,
+    id: ThreadId,
+    space: String,
+    task: String,
+    joined: bool,
+}
+
+impl Cluster {
+    /// Spawns task `task` (registered under that name where it runs) with `args`, placed
+    /// by `on`, at virtual time 0.
+    pub fn spawn(
+        &self,
+        task: &str,
+        args: impl Into<Bytes>,
+        on: Placement,
+    ) -> Result<JoinHandle, ClusterError> {
+        self.spawn_at(task, args, on, 0)
+    }
+
+    /// Spawns task `task` whose Stampede task starts at virtual time `vt`.
+    pub fn spawn_at(
+        &self,
+        task: &str,
+        args: impl Into<Bytes>,
+        on: Placement,
+        vt: i64,
+    ) -> Result<JoinHandle, ClusterError> {
+        let sh = &self.sh;
+        let space = self.place(&on)?;
+        let seq = sh.next_seq();
+        sh.ends.open(seq);
+        lock(&sh.placed).insert(
+            seq,
+            Placed {
+                space: space.clone(),
+            },
+        );
+        sh.counters.spawned.fetch_add(1, Ordering::Relaxed);
+        let args = args.into();
+        if space == sh.id {
+            sh.run(sh.id.clone(), seq, task.to_owned(), args, vt);
+        } else if let Err(e) = sh.send(
+            &space,
+            &Msg::Run {
+                seq,
+                task: task.to_owned(),
+                args,
+                vt,
+            },
+        ) {
+            lock(&sh.placed).remove(&seq);
+            sh.ends.close(seq);
+            return Err(e);
+        }
+        Ok(JoinHandle {
+            sh: sh.clone(),
+            id: ThreadId {
+                origin: sh.id.clone(),
+                seq,
+            },
+            space,
+            task: task.to_owned(),
+            joined: false,
+        })
+    }
+
+    /// The space `on` names for the next task.
+    fn place(&self, on: &Placement) -> Result<String, ClusterError> {
+        let sh = &self.sh;
+        let members = lock(&sh.members).clone();
+        match on {
+            Placement::Here => Ok(sh.id.clone()),
+            Placement::On(s) => {
+                if members.contains(s) {
+                    Ok(s.clone())
+                } else {
+                    Err(ClusterError::NoSpace(format!(
+                        "{s} is not a space of this cluster"
+                    )))
+                }
+            }
+            Placement::RoundRobin => {
+                let i = sh.turn.fetch_add(1, Ordering::Relaxed) % members.len();
+                Ok(members[i].clone())
+            }
+            Placement::LeastLoaded => {
+                let mut load = vec![0usize; members.len()];
+                for p in lock(&sh.placed).values() {
+                    if let Ok(i) = members.binary_search(&p.space) {
+                        load[i] += 1;
+                    }
+                }
+                if let Ok(i) = members.binary_search(&sh.id) {
+                    // This space's own tasks, spawned from elsewhere, count too.
+                    let mine = lock(&sh.running)
+                        .keys()
+                        .filter(|id| id.origin != sh.id)
+                        .count();
+                    load[i] += mine;
+                }
+                let start = sh.turn.fetch_add(1, Ordering::Relaxed);
+                let n = members.len();
+                let best = (0..n)
+                    .map(|k| (start + k) % n)
+                    .min_by_key(|&i| load[i])
+                    .expect("the cluster has this space at least");
+                Ok(members[best].clone())
+            }
+        }
+    }
+
+    /// The cluster's spaces, sorted by name (this one included).
+    pub fn spaces(&self) -> Vec<String> {
+        lock(&self.sh.members).clone()
+    }
+}
+
+impl std::fmt::Debug for JoinHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("id", &self.id)
+            .field("space", &self.space)
+            .field("task", &self.task)
+            .finish()
+    }
+}
+
+impl JoinHandle {
+    /// The task's identity.
+    pub fn id(&self) -> &ThreadId {
+        &self.id
+    }
+    /// The space it runs in.
+    pub fn space(&self) -> &str {
+        &self.space
+    }
+    /// Whether it has ended (joining would not wait).
+    pub fn is_finished(&self) -> bool {
+        self.sh.ends.ready(self.id.seq)
+    }
+
+    /// Waits for the task to end: its result, or how it failed ([`ClusterError::Failed`],
+    /// [`Panicked`](ClusterError::Panicked), [`Cancelled`](ClusterError::Cancelled),
+    /// [`UnknownTask`](ClusterError::UnknownTask), or [`Lost`](ClusterError::Lost) when its
+    /// space left or died). A task joining another gives up when it is cancelled itself.
+    pub fn join(mut self) -> Result<Bytes, ClusterError> {
+        self.wait(None)
+    }
+
+    /// As [`join`](JoinHandle::join), but gives up after `timeout`
+    /// ([`ClusterError::Timeout`]) and may be joined again.
+    pub fn join_timeout(&mut self, timeout: Duration) -> Result<Bytes, ClusterError> {
+        self.wait(Some(Instant::now() + timeout))
+    }
+
+    fn wait(&mut self, deadline: Option<Instant>) -> Result<Bytes, ClusterError> {
+        let started = Instant::now();
+        match self.sh.ends.wait(self.id.seq, deadline, &cancelled_here) {
+            Ok(ended) => {
+                self.joined = true;
+                self.outcome(ended)
+            }
+            Err(NoAnswer::TimedOut) => Err(ClusterError::Timeout {
+                operation: "join",
+                waited: started.elapsed(),
+            }),
+            Err(NoAnswer::Stopped) => Err(ClusterError::Cancelled),
+        }
+    }
+
+    fn outcome(&self, ended: Ended) -> Result<Bytes, ClusterError> {
+        let task = || self.task.clone();
+        match ended {
+            Ended::Outcome(Outcome::Returned(b)) => Ok(b),
+            Ended::Outcome(Outcome::Failed(message)) => Err(ClusterError::Failed {
+                task: task(),
+                message,
+            }),
+            Ended::Outcome(Outcome::Panicked(message)) => Err(ClusterError::Panicked {
+                task: task(),
+                message,
+            }),
+            Ended::Outcome(Outcome::Cancelled) => Err(ClusterError::Cancelled),
+            Ended::Outcome(Outcome::Unknown) => Err(ClusterError::UnknownTask {
+                space: self.space.clone(),
+                task: task(),
+            }),
+            Ended::Lost(space) => Err(ClusterError::Lost { space }),
+        }
+    }
+
+    /// Asks the task to stop: it sees [`TaskContext::is_cancelled`](crate::TaskContext)
+    /// and its cluster waits give up; if it then returns an error, its joiner gets
+    /// [`ClusterError::Cancelled`].
+    pub fn cancel(&self) -> Result<(), ClusterError> {
+        let sh = &self.sh;
+        if self.space == sh.id {
+            if let Some(r) = lock(&sh.running).get(&self.id) {
+                r.cancel.store(true, Ordering::Release);
+            }
+            Ok(())
+        } else {
+            sh.send(&self.space, &Msg::Cancel { seq: self.id.seq })
+        }
+    }
+}
+
+impl Drop for JoinHandle {
+    fn drop(&mut self) {
+        if !self.joined {
+            self.sh.ends.close(self.id.seq);
+        }
+    }
+}

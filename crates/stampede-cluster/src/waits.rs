@@ -1,0 +1,124 @@
+//! This space's requests waiting for an answer from a home (a grant, a wake) and its
+//! handles waiting for a task's end: numbered slots a message fills and a thread waits on.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// Numbered slots of answers of type `T`.
+pub(crate) struct Slots<T> {
+    state: Mutex<HashMap<u64, Option<T>>>,
+    filled: Condvar,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots {
+            state: Mutex::new(HashMap::new()),
+            filled: Condvar::new(),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Why a wait ended without an answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NoAnswer {
+    TimedOut,
+    /// `stop` said to give up.
+    Stopped,
+}
+
+impl<T> Slots<T> {
+    /// Opens slot `seq`.
+    pub fn open(&self, seq: u64) {
+        lock(&self.state).insert(seq, None);
+    }
+
+    /// Fills slot `seq`; false if nobody waits there any more (the answer is returned).
+    pub fn fill(&self, seq: u64, answer: T) -> Result<(), T> {
+        let mut s = lock(&self.state);
+        match s.get_mut(&seq) {
+            Some(slot @ None) => {
+                *slot = Some(answer);
+                drop(s);
+                self.filled.notify_all();
+                Ok(())
+            }
+            _ => Err(answer),
+        }
+    }
+
+    /// Waits for slot `seq` until `deadline` (none: for ever), checking `stop` at least
+    /// every 50 ms. The slot is closed when its answer is taken; a caller that gives up
+    /// closes it (or waits again).
+    pub fn wait(
+        &self,
+        seq: u64,
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<T, NoAnswer> {
+        let slice = std::time::Duration::from_millis(50);
+        let mut s = lock(&self.state);
+        loop {
+            if let Some(Some(_)) = s.get(&seq) {
+                return Ok(s.remove(&seq).flatten().expect("filled"));
+            }
+            if stop() {
+                return Err(NoAnswer::Stopped);
+            }
+            let wait = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(slice),
+                    _ => return Err(NoAnswer::TimedOut),
+                },
+                None => slice,
+            };
+            s = self
+                .filled
+                .wait_timeout(s, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Whether slot `seq` has its answer (without waiting or closing it).
+    pub fn ready(&self, seq: u64) -> bool {
+        matches!(lock(&self.state).get(&seq), Some(Some(_)))
+    }
+
+    /// Closes slot `seq` unanswered.
+    pub fn close(&self, seq: u64) {
+        lock(&self.state).remove(&seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn an_answer_reaches_its_waiter_and_a_late_one_is_returned() {
+        let s = Arc::new(Slots::<u32>::default());
+        s.open(1);
+        s.open(2);
+        let s2 = s.clone();
+        let t = std::thread::spawn(move || s2.wait(1, None, &|| false));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(s.fill(1, 7), Ok(()));
+        assert_eq!(t.join().unwrap(), Ok(7));
+        assert_eq!(s.fill(1, 8), Err(8), "closed once answered");
+        let soon = Some(Instant::now() + Duration::from_millis(30));
+        assert_eq!(s.wait(2, soon, &|| false), Err(NoAnswer::TimedOut));
+        assert!(!s.ready(2));
+        s.close(2);
+        assert_eq!(s.fill(2, 9), Err(9), "closed by the caller that gave up");
+        s.open(3);
+        assert_eq!(s.wait(3, None, &|| true), Err(NoAnswer::Stopped));
+    }
+}
