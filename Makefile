@@ -79,6 +79,13 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-coord
 	@$(MAKE) --no-print-directory bench-experiments
 	@$(MAKE) --no-print-directory bench-tune
+	@$(MAKE) --no-print-directory bench-cluster
+
+# Cluster threads across four processes on loopback: CableS' basic-event table against
+# Zenoh's own query round trip measured in the same run (bench-results/cluster.json).
+.PHONY: bench-cluster
+bench-cluster:
+	$(CARGO) run --release -p stampede-cluster-bench -- --out bench-results/cluster.json $(ARGS)
 
 # The auto-calibration toolkit on three sorts: calibration time and model error, selection
 # cost against a memoised lookup, and a sampled selection-accuracy study

@@ -39,3 +39,8 @@ pub use error::{ClusterError, TaskError};
 pub use shared::{Cluster, ClusterOptions, Registry, TaskBody, TaskContext, ThreadId};
 pub use sync::{Condition, LockError, Mutex, MutexGuard, Semaphore};
 pub use thread::{JoinHandle, Placement};
+
+// The guide's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/cluster-threads.md")]
+struct Guide;

@@ -54,6 +54,11 @@ struct Cli {
     out: PathBuf,
 }
 
+/// The most inputs of a library's accuracy study on emulated hosts with 1 ms and with 10 ms
+/// links: an input takes seconds there (a 16-bit radix sort moves 512 KiB histograms over
+/// the link at every pass), tens of seconds on the 10 ms links.
+const HOSTS_INPUTS: [usize; 2] = [200, 40];
+
 /// The key counts the models are calibrated over.
 const MIN_N: f64 = 8.0;
 const MAX_N: f64 = 65_536.0;
@@ -287,7 +292,7 @@ fn main() {
                     let effort = Effort::new(cli.full, if delay_ms > 1 { 8 } else { 4 });
                     libraries_on(
                         &mut records,
-                        lib_inputs,
+                        lib_inputs.min(HOSTS_INPUTS[usize::from(delay_ms > 1)]),
                         cli.full,
                         effort,
                         &platform,
@@ -429,6 +434,7 @@ fn sort_study(records: &mut Vec<Value>, inputs: usize, full: bool) {
         "tune",
         "threads in one process",
         full,
+        5,
         &names,
         &workload,
         |x| selector.best(x),

@@ -146,6 +146,7 @@ pub fn run(
         "psort",
         platform,
         full,
+        effort.rounds,
         &names,
         &xs,
         |x| {
@@ -166,7 +167,7 @@ pub fn run(
         let winners: Vec<String> = grid
             .iter()
             .map(|&n| {
-                let t = interleaved(Algorithm::ALL.len(), 77, &mut |k, seed| {
+                let t = interleaved(Algorithm::ALL.len(), effort.rounds, 77, &mut |k, seed| {
                     sorter(Algorithm::ALL[k], p, n, seed)
                 });
                 let k = (0..t.len())
@@ -204,9 +205,12 @@ pub fn run(
         let n =
             ((MIN_N as f64).ln() + u * ((MAX_N as f64).ln() - (MIN_N as f64).ln())).exp() as usize;
         let (pick, _) = digits.best(p, n).expect("inside the ranges");
-        let t = interleaved(values.len(), 9000 + 10 * i as u64, &mut |k, seed| {
-            sorter(Algorithm::Radix(values[k] as u32), p, n, seed)
-        });
+        let t = interleaved(
+            values.len(),
+            effort.rounds,
+            9000 + 10 * i as u64,
+            &mut |k, seed| sorter(Algorithm::Radix(values[k] as u32), p, n, seed),
+        );
         let at = |b: usize| t[values.iter().position(|&v| v == b).expect("a digit size")];
         let benefit = at(8) / at(pick as usize) - 1.0;
         let case = json!({"p": p, "n": n, "benefit_over_8_bits": benefit});

@@ -110,6 +110,7 @@ pub fn run(
         "stencil",
         platform,
         full,
+        effort.rounds,
         &names,
         &workload,
         |x| {
@@ -139,9 +140,12 @@ pub fn run(
         let n = log_uniform(&mut rng, 8, MAX_N);
         let t = rng.gen_range(2..=MAX_T);
         let (pick, predicted) = extra.best(n, t).expect("inside the ranges");
-        let times = interleaved(values.len(), 700 + 10 * i as u64, &mut |k, seed| {
-            relax(layout, n, t, values[k], seed)
-        });
+        let times = interleaved(
+            values.len(),
+            effort.rounds,
+            700 + 10 * i as u64,
+            &mut |k, seed| relax(layout, n, t, values[k], seed),
+        );
         let tpick = times[values.iter().position(|&v| v == pick).expect("a width")];
         let predicted_one = extra.model().predict(&[n as f64, t as f64, 1.0]);
         let case = json!({

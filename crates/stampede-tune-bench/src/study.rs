@@ -22,6 +22,8 @@ pub struct Effort {
     pub points: usize,
     pub parameter_points: usize,
     pub parameter_cases: usize,
+    /// Interleaved rounds per candidate and input.
+    pub rounds: usize,
 }
 
 impl Effort {
@@ -38,22 +40,22 @@ impl Effort {
             } else {
                 parameter_cases
             },
+            // Emulated hosts run for seconds per input: three rounds there.
+            rounds: if cost >= 4 { 3 } else { 5 },
         }
     }
 }
 
-/// Rounds per candidate and input.
-pub const ROUNDS: usize = 5;
-
-/// The median of [`ROUNDS`] interleaved runs of each of `candidates`; `run(k, seed)` runs
+/// The median of `rounds` interleaved runs of each of `candidates`; `run(k, seed)` runs
 /// candidate `k` once.
 pub fn interleaved(
     candidates: usize,
+    rounds: usize,
     seed: u64,
     run: &mut dyn FnMut(usize, u64) -> f64,
 ) -> Vec<f64> {
-    let mut t = vec![Vec::with_capacity(ROUNDS); candidates];
-    for r in 0..ROUNDS {
+    let mut t = vec![Vec::with_capacity(rounds); candidates];
+    for r in 0..rounds {
         for j in 0..candidates {
             let k = (j + r) % candidates;
             t[k].push(run(k, seed + r as u64));
@@ -63,11 +65,13 @@ pub fn interleaved(
 }
 
 /// The accuracy record over `workload`, for a library whose implementations are `names`
-/// and whose choice for an input is `choose`.
+/// and whose choice for an input is `choose`, each timed in `rounds` interleaved rounds.
+#[allow(clippy::too_many_arguments)]
 pub fn accuracy(
     library: &str,
     platform: &str,
     full: bool,
+    rounds: usize,
     names: &[String],
     workload: &[Vec<f64>],
     choose: impl Fn(&[f64]) -> Option<usize>,
@@ -82,7 +86,7 @@ pub fn accuracy(
         let Some(pick) = choose(x) else { continue };
         counted += 1;
         let seed = 1000 + 10 * i as u64;
-        let mut t = interleaved(names.len(), seed, &mut |k, seed| run(k, x, seed));
+        let mut t = interleaved(names.len(), rounds, seed, &mut |k, seed| run(k, x, seed));
         let argmin = |t: &[f64]| {
             (0..t.len())
                 .filter(|&k| t[k].is_finite())
@@ -92,7 +96,7 @@ pub fn accuracy(
         let mut best = argmin(&t);
         if best != pick && t[pick] > t[best] * 1.03 {
             let (mut tp, mut tb) = (Vec::new(), Vec::new());
-            for k in 0..2 * ROUNDS as u64 {
+            for k in 0..2 * rounds as u64 {
                 tp.push(run(pick, x, seed + 100 + k));
                 tb.push(run(best, x, seed + 100 + k));
             }
