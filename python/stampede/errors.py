@@ -292,6 +292,48 @@ class TuneError(StampedeError):
         self.differences = differences or []
 
 
+class ClusterError(StampedeError):
+    """Base of the errors of cluster threads (``stampede.cluster``)."""
+
+
+class TaskFailed(ClusterError):
+    """The joined task raised: ``task`` is its name, ``message`` what it raised."""
+
+    def __init__(self, message: str, task: str = "", detail: str = "") -> None:
+        super().__init__(message)
+        self.task = task
+        self.message = detail
+
+
+class TaskCancelled(ClusterError):
+    """The joined task was cancelled, or this wait gave up because the calling task was."""
+
+
+class SpaceLost(ClusterError):
+    """The address space running the task, or holding the object, left or died."""
+
+    def __init__(self, message: str, space: str = "") -> None:
+        super().__init__(message)
+        self.space = space
+
+
+class UnknownTask(ClusterError, LookupError):
+    """The space asked to run a task has nothing registered or importable by its name."""
+
+    def __init__(self, message: str, space: str = "", task: str = "") -> None:
+        super().__init__(message)
+        self.space = space
+        self.task = task
+
+
+class NoSpace(ClusterError):
+    """No address space of the cluster can take the task (an unknown space id)."""
+
+
+class BarrierFailed(ClusterError):
+    """A barrier member left or died, or the barrier's wait timed out."""
+
+
 __all__ = [
     "StampedeError",
     "PutFailed",
@@ -332,4 +374,11 @@ __all__ = [
     "BoxFailed",
     "RecordRejected",
     "TuneError",
+    "ClusterError",
+    "TaskFailed",
+    "TaskCancelled",
+    "SpaceLost",
+    "UnknownTask",
+    "NoSpace",
+    "BarrierFailed",
 ]

@@ -11,6 +11,7 @@ import pytest
 
 import stampede
 import stampede as sp
+import stampede.cluster
 import stampede.cnc
 import stampede.errors
 import stampede.snet
@@ -59,6 +60,7 @@ def test_the_stub_and_the_helpers_are_fully_exported() -> None:
         - set(stampede.cnc.__all__)
         - set(stampede.snet.__all__)
         - set(stampede.tune.__all__)
+        - set(stampede.cluster.__all__)
     )
     assert not missing, f"declared in _stampede.pyi but not exported: {sorted(missing)}"
     assert set(stampede.errors.__all__) <= exported
@@ -69,7 +71,8 @@ def test_the_stub_and_the_helpers_are_fully_exported() -> None:
     ("module", "name"),
     [("cnc", n) for n in sorted(stampede.cnc.__all__)]
     + [("snet", n) for n in sorted(stampede.snet.__all__)]
-    + [("tune", n) for n in sorted(stampede.tune.__all__)],
+    + [("tune", n) for n in sorted(stampede.tune.__all__)]
+    + [("cluster", n) for n in sorted(stampede.cluster.__all__)],
 )
 def test_every_coordination_name_exists_and_is_documented(module: str, name: str) -> None:
     obj = getattr(getattr(stampede, module), name)
@@ -139,7 +142,9 @@ def test_runtime_is_a_context_manager() -> None:
     rt.close()  # closing twice is harmless
 
 
-@pytest.mark.parametrize("module", [stampede.cnc, stampede.snet, stampede.tune], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [stampede.cnc, stampede.snet, stampede.tune, stampede.cluster], ids=lambda m: m.__name__
+)
 def test_the_namespaces_examples_run(module: object) -> None:
     import doctest
 

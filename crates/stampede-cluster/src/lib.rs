@@ -36,7 +36,9 @@ mod wire;
 pub use barrier::Barrier;
 pub use cluster::{list_tasks, ClusterStats, SpaceTasks, TaskInfo};
 pub use error::{ClusterError, TaskError};
-pub use shared::{Cluster, ClusterOptions, Registry, TaskBody, TaskContext, ThreadId};
+pub use shared::{
+    Cancellation, Cluster, ClusterOptions, Registry, Resolver, TaskBody, TaskContext, ThreadId,
+};
 pub use sync::{Condition, LockError, Mutex, MutexGuard, Semaphore};
 pub use thread::{JoinHandle, Placement};
 

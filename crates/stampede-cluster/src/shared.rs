@@ -23,11 +23,16 @@ use crate::wire::{Msg, Outcome, SERVICE};
 /// A task body: runs with its context and argument bytes, returns result bytes.
 pub type TaskBody = dyn Fn(&TaskContext, Bytes) -> Result<Bytes, TaskError> + Send + Sync;
 
+/// Finds the body of a task name no registration names (a face that loads code by name,
+/// such as Python's `"package.module:function"`).
+pub type Resolver = dyn Fn(&str) -> Option<Arc<TaskBody>> + Send + Sync;
+
 /// The tasks an address space can run, by name. Every space of a cluster that runs a
 /// task must register it under the same name: code does not travel, names do.
 #[derive(Clone, Default)]
 pub struct Registry {
     tasks: HashMap<String, Arc<TaskBody>>,
+    resolver: Option<Arc<Resolver>>,
 }
 
 impl Registry {
@@ -45,6 +50,21 @@ impl Registry {
         self
     }
 
+    /// Registers a body already shared (a face's).
+    pub fn task_body(mut self, name: &str, body: Arc<TaskBody>) -> Registry {
+        self.tasks.insert(name.to_owned(), body);
+        self
+    }
+
+    /// Asks `resolver` for the body of a name nothing registered, each time it is spawned.
+    pub fn resolver(
+        mut self,
+        resolver: impl Fn(&str) -> Option<Arc<TaskBody>> + Send + Sync + 'static,
+    ) -> Registry {
+        self.resolver = Some(Arc::new(resolver));
+        self
+    }
+
     /// The names registered.
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = self.tasks.keys().cloned().collect();
@@ -53,7 +73,10 @@ impl Registry {
     }
 
     fn get(&self, name: &str) -> Option<Arc<TaskBody>> {
-        self.tasks.get(name).cloned()
+        self.tasks
+            .get(name)
+            .cloned()
+            .or_else(|| self.resolver.as_ref().and_then(|r| r(name)))
     }
 }
 
@@ -129,6 +152,11 @@ impl TaskContext {
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::Acquire)
     }
+    /// A handle on its cancellation flag, for code that outlives the borrow of the
+    /// context (a face's task object).
+    pub fn cancellation(&self) -> Cancellation {
+        Cancellation(self.cancel.clone())
+    }
     /// [`ClusterError::Cancelled`] once its joiner asked it to stop: a cancellation point.
     pub fn check(&self) -> Result<(), ClusterError> {
         if self.is_cancelled() {
@@ -136,6 +164,16 @@ impl TaskContext {
         } else {
             Ok(())
         }
+    }
+}
+
+/// Whether a task was asked to stop ([`TaskContext::cancellation`]).
+#[derive(Clone, Debug)]
+pub struct Cancellation(Arc<AtomicBool>);
+
+impl Cancellation {
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
     }
 }
 

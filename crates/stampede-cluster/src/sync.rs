@@ -334,7 +334,8 @@ impl Condition {
     }
 
     /// Releases `guard`'s mutex, waits to be signalled and locks the mutex again. As with
-    /// any condition variable, wait in a loop that checks the predicate.
+    /// any condition variable, wait in a loop that checks the predicate. On an error the
+    /// mutex is not held.
     pub fn wait(&self, guard: MutexGuard) -> Result<MutexGuard, LockError> {
         self.wait_until(guard, None).map(|(g, _)| g)
     }
@@ -353,6 +354,39 @@ impl Condition {
         mut guard: MutexGuard,
         deadline: Option<Instant>,
     ) -> Result<(MutexGuard, bool), LockError> {
+        guard.held = false;
+        let mutex = guard.mutex.clone();
+        let (hold, owner_died, timed_out) = self.wait_hold(&mutex, guard.seq, deadline)?;
+        let g = MutexGuard {
+            mutex,
+            seq: hold,
+            owner_died,
+            held: true,
+        };
+        if owner_died {
+            return Err(LockError::OwnerDied(g));
+        }
+        Ok((g, timed_out))
+    }
+
+    /// As [`wait`](Condition::wait) for faces that hold mutexes without guards: `hold`
+    /// (from [`Mutex::lock_raw`]) is released; returns the new hold, whether the previous
+    /// owner died, and whether the wait timed out. On an error the mutex is not held.
+    pub fn wait_raw(
+        &self,
+        mutex: &Mutex,
+        hold: u64,
+        timeout: Option<Duration>,
+    ) -> Result<(u64, bool, bool), ClusterError> {
+        self.wait_hold(mutex, hold, timeout.map(|t| Instant::now() + t))
+    }
+
+    fn wait_hold(
+        &self,
+        mutex: &Mutex,
+        hold: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(u64, bool, bool), ClusterError> {
         let sh = &self.cluster.sh;
         let seq = sh.next_seq();
         sh.answers.open(seq);
@@ -387,21 +421,21 @@ impl Condition {
         if let Err(e) = queued {
             lock(&sh.pending).remove(&seq);
             sh.answers.close(seq);
-            return Err(LockError::Failed(e));
+            // Released on every failure, as after a wait that failed later.
+            let _ = mutex.unlock_raw(hold);
+            return Err(e);
         }
-        let mutex = guard.mutex.clone();
-        guard.held = false;
-        mutex.unlock_raw(guard.seq)?;
+        mutex.unlock_raw(hold)?;
         let woken = await_answer(sh, &self.name, &self.home, seq, deadline, "condition wait");
         let timed_out = match woken {
             Ok(Answer::Woken) => false,
-            Ok(other) => return Err(LockError::Failed(unexpected(other))),
+            Ok(other) => return Err(unexpected(other)),
             Err(ClusterError::Timeout { .. }) => true,
-            Err(e) => return Err(LockError::Failed(e)),
+            Err(e) => return Err(e),
         };
         // The mutex again, whatever the wait's end (as pthread_cond_timedwait).
-        let g = mutex.lock_until(None)?;
-        Ok((g, timed_out))
+        let (hold, owner_died) = mutex.lock_raw(None)?;
+        Ok((hold, owner_died, timed_out))
     }
 
     /// Wakes one waiting task (none waiting: nothing happens).

@@ -65,6 +65,13 @@ exception_types!(
     BoxFailed,
     RecordRejected,
     TuneError,
+    ClusterError,
+    TaskFailed,
+    TaskCancelled,
+    SpaceLost,
+    UnknownTask,
+    NoSpace,
+    BarrierFailed,
 );
 
 /// An exception of class `e` built from `args`.
@@ -211,6 +218,27 @@ pub(crate) fn net_error(py: Python<'_>, e: NetError) -> PyErr {
     match e {
         NetError::Stm(e) => stm_error(py, e),
         _ => raise(py, cls, (msg,)),
+    }
+}
+
+/// A failure of cluster threads.
+pub(crate) fn cluster_error(py: Python<'_>, e: stampede_cluster::ClusterError) -> PyErr {
+    use stampede_cluster::ClusterError as C;
+    let msg = e.to_string();
+    match e {
+        C::Failed { task, message } | C::Panicked { task, message } => {
+            raise(py, Exc::TaskFailed, (msg, task, message))
+        }
+        C::Cancelled => raise(py, Exc::TaskCancelled, (msg,)),
+        C::Lost { space } => raise(py, Exc::SpaceLost, (msg, space)),
+        C::UnknownTask { space, task } => raise(py, Exc::UnknownTask, (msg, space, task)),
+        C::NoSpace(_) => raise(py, Exc::NoSpace, (msg,)),
+        C::Timeout { .. } => raise(py, Exc::Timeout, (msg,)),
+        C::InvalidArgument(_) | C::NotOwner { .. } => raise(py, Exc::InvalidArgument, (msg,)),
+        C::Invoke(_) => raise(py, Exc::UnreachableError, (msg,)),
+        C::Net(e) => net_error(py, e),
+        C::Barrier(_) => raise(py, Exc::BarrierFailed, (msg,)),
+        _ => raise(py, Exc::ClusterError, (msg,)),
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+mod cluster;
 mod cnc;
 mod dtype;
 mod errors;
@@ -64,6 +65,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tune::register_classes(m)?;
     extras::register_classes(m)?;
     space::register_classes(m)?;
+    cluster::register_classes(m)?;
     m.add_class::<items::Opaque>()?;
     m.add_class::<items::ItemView>()?;
     m.add_class::<loan::Loan>()?;

@@ -1,0 +1,60 @@
+"""Cluster threads: spawn, join and cancel tasks in any address space of an application,
+and synchronise them with cluster-wide mutexes, conditions, semaphores and barriers.
+
+Every address space that takes part starts a :class:`Cluster` on its :class:`Space`. A task
+is a callable ``(ctx, args: bytes) -> bytes | str | None``: registered by name in ``tasks``,
+or named by import path (``"package.module:function"``), which the space asked to run it
+imports. ``spawn`` places it ``on`` ``"here"``, ``"round_robin"``, ``"least_loaded"`` or a
+space's id; ``join`` returns its result bytes or raises how it ended (:class:`TaskFailed`,
+:class:`TaskCancelled`, :class:`UnknownTask`, :class:`SpaceLost`). Objects are named and live
+in the space that first made them; ``with cluster.mutex("m"):`` holds a mutex (the value
+``as`` binds is whether the previous holder's space died holding it).
+
+>>> from stampede import Space, cluster
+>>> def square(ctx, args):
+...     return str(int(args) ** 2)
+>>> with Space.join("doc-cluster", mode="router", listen=["tcp/127.0.0.1:17471"]) as space:
+...     with cluster.Cluster.start(space, {"square": square}) as c:
+...         c.spawn("square", b"12").join()
+b'144'
+"""
+
+from __future__ import annotations
+
+from ._stampede import (
+    Barrier,
+    Cluster,
+    Condition,
+    JoinHandle,
+    Mutex,
+    Semaphore,
+    TaskContext,
+    list_tasks,
+)
+from .errors import (
+    BarrierFailed,
+    ClusterError,
+    NoSpace,
+    SpaceLost,
+    TaskCancelled,
+    TaskFailed,
+    UnknownTask,
+)
+
+__all__ = [
+    "Barrier",
+    "BarrierFailed",
+    "Cluster",
+    "ClusterError",
+    "Condition",
+    "JoinHandle",
+    "Mutex",
+    "NoSpace",
+    "Semaphore",
+    "SpaceLost",
+    "TaskCancelled",
+    "TaskContext",
+    "TaskFailed",
+    "UnknownTask",
+    "list_tasks",
+]

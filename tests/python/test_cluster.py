@@ -1,0 +1,156 @@
+"""Cluster threads from Python: two address spaces in this process (a router and a peer,
+each its own Zenoh session), tasks by name and by import path, their failures, and the
+cluster's mutex, condition, semaphore and barrier used by threads of both spaces."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+import stampede as sp
+from stampede import cluster
+from stampede.errors import TaskCancelled, TaskFailed, UnknownTask, InvalidArgument
+
+LONG = 20.0
+
+
+def free_endpoint() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp/127.0.0.1:{s.getsockname()[1]}"
+
+
+def fail(ctx: cluster.TaskContext, args: bytes) -> bytes:
+    raise ValueError("on purpose")
+
+
+TASKS = {"fail": fail}
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[cluster.Cluster, cluster.Cluster]]:
+    ep = free_endpoint()
+    app = f"pycluster-{os.getpid()}-{ep.rsplit(':', 1)[1]}"
+    a = sp.Space.join(app, mode="router", listen=[ep])
+    b = sp.Space.join(app, connect=[ep])
+    ca = cluster.Cluster.start(a, TASKS, timeout=LONG)
+    cb = cluster.Cluster.start(b, TASKS, timeout=LONG)
+    for _ in range(2000):
+        if len(ca.spaces()) == 2 and len(cb.spaces()) == 2:
+            break
+        threading.Event().wait(0.005)
+    assert len(ca.spaces()) == 2
+    yield ca, cb
+    ca.stop()
+    cb.stop()
+    b.leave()
+    a.leave()
+
+
+def test_tasks_by_name_and_import_path_here_and_elsewhere(
+    pair: tuple[cluster.Cluster, cluster.Cluster],
+) -> None:
+    ca, cb = pair
+    for on in ("here", cb.id, "round_robin", "least_loaded"):
+        assert ca.spawn("_cluster_tasks:square", b"12", on=on).join(timeout=LONG) == b"144"
+    h = ca.spawn("_cluster_tasks:where", on=cb.id)
+    assert h.space == cb.id
+    assert h.join() == cb.id.encode()
+    with pytest.raises(TaskFailed) as e:
+        ca.spawn("fail", on=cb.id).join()
+    assert "on purpose" in e.value.message and e.value.task == "fail"
+    with pytest.raises(UnknownTask):
+        ca.spawn("_cluster_tasks:nothing", on=cb.id).join()
+    h = ca.spawn("_cluster_tasks:sleeper", on=cb.id)
+    with pytest.raises(sp.Timeout):
+        h.join(timeout=0.05)
+    assert not h.done()
+    h.cancel()
+    with pytest.raises(TaskCancelled):
+        h.join()
+    listed = cluster.list_tasks(ca.space)
+    assert sorted(s for s, _, _ in listed) == sorted([ca.id, cb.id])
+
+
+def test_a_mutex_excludes_threads_of_both_spaces(
+    pair: tuple[cluster.Cluster, cluster.Cluster],
+) -> None:
+    inside = [0]
+    entered = [0]
+    errors: list[str] = []
+
+    def work(c: cluster.Cluster) -> None:
+        m = c.mutex("m")
+        for _ in range(20):
+            with m as owner_died:
+                assert not owner_died
+                inside[0] += 1
+                if inside[0] != 1:
+                    errors.append("two holders")
+                threading.Event().wait(0.0005)
+                inside[0] -= 1
+                entered[0] += 1
+
+    ts = [threading.Thread(target=work, args=(c,)) for c in pair for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors and entered[0] == 80
+    m = pair[0].mutex("m")
+    assert m.home == pair[1].mutex("m").home
+    with pytest.raises(InvalidArgument):
+        m.unlock()
+    with pytest.raises(InvalidArgument):
+        pair[0].semaphore("m")
+
+
+def test_condition_semaphore_and_barrier(pair: tuple[cluster.Cluster, cluster.Cluster]) -> None:
+    ca, cb = pair
+    m, cv = ca.mutex("cm"), ca.condition("cv")
+    state = {"ready": False}
+    woke = threading.Event()
+
+    def waiter() -> None:
+        mb, cvb = cb.mutex("cm"), cb.condition("cv")
+        with mb:
+            while not state["ready"]:
+                assert cvb.wait(mb, timeout=LONG)
+        woke.set()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    threading.Event().wait(0.1)
+    with m:
+        state["ready"] = True
+    cv.broadcast()
+    t.join(LONG)
+    assert woke.is_set()
+    with m:
+        assert not cv.wait(m, timeout=0.05)  # nobody signals: timed out, held again
+
+    s = cb.semaphore("s", 1)
+    s.wait()
+    with pytest.raises(sp.Timeout):
+        ca.semaphore("s").wait(timeout=0.05)
+    ca.semaphore("s").post()
+    s.wait(timeout=LONG)
+
+    ranks: list[int] = []
+
+    def member(c: cluster.Cluster) -> None:
+        b = c.barrier("b", 2)
+        for _ in range(3):
+            b.wait()
+        ranks.append(b.rank)
+
+    ts = [threading.Thread(target=member, args=(c,)) for c in pair]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(LONG)
+    assert sorted(ranks) == [0, 1]
