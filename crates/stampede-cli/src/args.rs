@@ -45,6 +45,8 @@ pub(crate) enum Command {
     Spaces(SpacesArgs),
     /// Show the cluster-wide watermark of a zone and what holds it in each space
     Watermark(WatermarkArgs),
+    /// List the cluster tasks each address space runs, with their state
+    Threads(SpacesArgs),
 }
 
 #[derive(Debug, Args)]

@@ -209,6 +209,77 @@ pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The cluster tasks of every member space: one row per task, or per member running none.
+pub(crate) fn threads(a: SpacesArgs) -> Result<(), Failure> {
+    let space = join(&a.conn, a.mode, &a.security)?;
+    let members = stampede_cluster::list_tasks(&space);
+    space.leave();
+    if a.json {
+        let v: Vec<Value> = members
+            .iter()
+            .map(|m| {
+                let tasks: Vec<Value> = m
+                    .tasks
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "id": t.id.to_string(),
+                            "task": t.task,
+                            "state": if t.cancelling { "cancelling" } else { "running" },
+                            "running_s": t.running.as_secs_f64(),
+                        })
+                    })
+                    .collect();
+                json!({ "space": m.space, "error": m.error, "tasks": tasks })
+            })
+            .collect();
+        emit_json(&Value::Array(v));
+    } else if members.is_empty() {
+        eprintln!("no cluster members in {}", a.conn.app);
+    } else {
+        let mut rows = Vec::new();
+        for m in &members {
+            if let Some(e) = &m.error {
+                rows.push(vec![
+                    m.space.clone(),
+                    "-".into(),
+                    "-".into(),
+                    format!("no answer: {e}"),
+                    "-".into(),
+                ]);
+            } else if m.tasks.is_empty() {
+                rows.push(vec![
+                    m.space.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "idle".into(),
+                    "-".into(),
+                ]);
+            }
+            for t in &m.tasks {
+                rows.push(vec![
+                    m.space.clone(),
+                    t.id.to_string(),
+                    t.task.clone(),
+                    if t.cancelling {
+                        "cancelling"
+                    } else {
+                        "running"
+                    }
+                    .into(),
+                    humantime::format_duration(Duration::from_millis(t.running.as_millis() as u64))
+                        .to_string(),
+                ]);
+            }
+        }
+        emit(&table(
+            &["SPACE", "TASK ID", "TASK", "STATE", "RUNNING"],
+            &rows,
+        ));
+    }
+    Ok(())
+}
+
 /// What one address space said about its watermark.
 struct Explained {
     space: String,

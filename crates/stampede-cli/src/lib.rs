@@ -100,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::Names(a) => inspect::names(a),
         Command::Spaces(a) => inspect::spaces(a),
         Command::Watermark(a) => inspect::watermark(a),
+        Command::Threads(a) => inspect::threads(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -185,7 +185,7 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
 fn every_command_has_help() {
     let top = run(&["--help"]);
     assert_eq!(top.code, Some(0));
-    for sub in ["router", "space", "names", "spaces", "watermark"] {
+    for sub in ["router", "space", "names", "spaces", "watermark", "threads"] {
         assert!(
             top.stdout.contains(sub),
             "{sub} missing from {}",
@@ -442,4 +442,45 @@ fn router_and_owner_started_and_inspected_by_the_cli() {
 
     let (status, stderr) = router.stop("INT");
     assert!(status.success(), "{status:?}: {stderr:?}");
+}
+
+#[test]
+fn threads_lists_the_tasks_each_cluster_member_runs() {
+    use stampede_cluster::{Cluster, ClusterOptions, Placement, Registry};
+    let app = app("threads");
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let space = Space::join(&app, Config::router(ep.clone())).unwrap();
+    let registry = Registry::new().task("sleeper", |ctx, _| {
+        while !ctx.is_cancelled() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(bytes::Bytes::new())
+    });
+    let c = Cluster::start(&space, registry, ClusterOptions::default()).unwrap();
+    let h = c
+        .spawn("sleeper", bytes::Bytes::new(), Placement::Here)
+        .unwrap();
+    let conn = ["--app", app.as_str(), "--connect", ep.as_str()];
+    let mut args = vec!["threads", "--json"];
+    args.extend(conn);
+    let v = run(&args).json();
+    let members = v.as_array().unwrap();
+    assert_eq!(members.len(), 1, "{v}");
+    assert_eq!(members[0]["space"], space.id());
+    assert_eq!(members[0]["error"], Value::Null);
+    let tasks = members[0]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{v}");
+    assert_eq!(tasks[0]["task"], "sleeper");
+    assert_eq!(tasks[0]["id"], h.id().to_string());
+    assert_eq!(tasks[0]["state"], "running");
+    let mut args = vec!["threads"];
+    args.extend(conn);
+    let table = run(&args);
+    assert_eq!(table.code, Some(0), "{}", table.stderr);
+    assert!(table.stdout.starts_with("SPACE"), "{}", table.stdout);
+    assert!(table.stdout.contains("sleeper"), "{}", table.stdout);
+    h.cancel().unwrap();
+    h.join().unwrap();
+    c.stop();
+    space.leave();
 }
