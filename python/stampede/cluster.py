@@ -8,7 +8,8 @@ imports. ``spawn`` places it ``on`` ``"here"``, ``"round_robin"``, ``"least_load
 space's id; ``join`` returns its result bytes or raises how it ended (:class:`TaskFailed`,
 :class:`TaskCancelled`, :class:`UnknownTask`, :class:`SpaceLost`). Objects are named and live
 in the space that first made them; ``with cluster.mutex("m"):`` holds a mutex (the value
-``as`` binds is whether the previous holder's space died holding it).
+``as`` binds is whether the previous holder's space died holding it). A :class:`Segment` is
+global memory homed where first touched, release-consistent with the locks.
 
 >>> from stampede import Space, cluster
 >>> def square(ctx, args):
@@ -27,6 +28,7 @@ from ._stampede import (
     Condition,
     JoinHandle,
     Mutex,
+    Segment,
     Semaphore,
     TaskContext,
     list_tasks,
@@ -50,6 +52,7 @@ __all__ = [
     "JoinHandle",
     "Mutex",
     "NoSpace",
+    "Segment",
     "Semaphore",
     "SpaceLost",
     "TaskCancelled",

@@ -154,3 +154,19 @@ def test_condition_semaphore_and_barrier(pair: tuple[cluster.Cluster, cluster.Cl
     for t in ts:
         t.join(LONG)
     assert sorted(ranks) == [0, 1]
+
+
+def test_a_segment_written_under_a_lock_is_read_by_the_next_holder(
+    pair: tuple[cluster.Cluster, cluster.Cluster],
+) -> None:
+    ca, cb = pair
+    sa, sb = ca.segment("seg", 16), cb.segment("seg", 16)
+    assert len(sa) == 16 and sa.home is None
+    with cb.mutex("sl"):
+        sb.write(0, b"from b")
+    assert sb.home == cb.id
+    with ca.mutex("sl"):
+        assert sa.read(0, 6) == b"from b"
+        assert sa.read()[6:] == bytes(10)
+    with pytest.raises(InvalidArgument):
+        sa.write(15, b"xy")

@@ -8,6 +8,7 @@ use stampede_strata::{GroupOptions, Member};
 
 use crate::error::ClusterError;
 use crate::home::Kind;
+use crate::segment;
 use crate::shared::{lock, Cluster};
 use crate::wire::{decode_rank, Msg};
 
@@ -17,6 +18,7 @@ use crate::wire::{decode_rank, Msg};
 pub struct Barrier {
     member: Member,
     name: String,
+    cluster: Cluster,
 }
 
 impl Cluster {
@@ -66,6 +68,7 @@ impl Cluster {
         Ok(Barrier {
             member,
             name: name.to_owned(),
+            cluster: self.clone(),
         })
     }
 }
@@ -88,7 +91,10 @@ impl Barrier {
     /// [`ClusterError::Barrier`] when a member left or died (or the timeout passed); the
     /// barrier cannot be used after a failure.
     pub fn wait(&self) -> Result<(), ClusterError> {
+        // Release consistency: writes to segments before the barrier are seen after it.
+        segment::release_all(&self.cluster.sh)?;
         self.member.barrier()?;
+        segment::acquire_all(&self.cluster.sh);
         Ok(())
     }
 }

@@ -40,6 +40,7 @@ pub(crate) enum Kind {
     Condition = 2,
     Semaphore = 3,
     Barrier = 4,
+    Segment = 5,
 }
 
 impl Kind {
@@ -54,6 +55,7 @@ impl Kind {
             Kind::Condition => "condition",
             Kind::Semaphore => "semaphore",
             Kind::Barrier => "barrier",
+            Kind::Segment => "segment",
         }
     }
 }
@@ -75,6 +77,11 @@ enum Object {
         size: u32,
         next: u32,
     },
+    /// A global memory segment's bytes and the number of releases applied to them.
+    Segment {
+        data: Vec<u8>,
+        version: u64,
+    },
 }
 
 impl Object {
@@ -84,6 +91,7 @@ impl Object {
             Object::Condition { .. } => Kind::Condition,
             Object::Semaphore { .. } => Kind::Semaphore,
             Object::Barrier { .. } => Kind::Barrier,
+            Object::Segment { .. } => Kind::Segment,
         }
     }
 }
@@ -125,6 +133,10 @@ impl Homes {
             Kind::Barrier => Object::Barrier {
                 size: initial as u32,
                 next: 0,
+            },
+            Kind::Segment => Object::Segment {
+                data: vec![0; initial as usize],
+                version: 0,
             },
         };
         self.objects.insert(name.to_owned(), o);
@@ -267,6 +279,45 @@ impl Homes {
         }
     }
 
+    /// Segment `name`'s version, and its bytes unless the asker has version `have`.
+    pub fn fetch(&self, name: &str, have: u64) -> Result<(u64, Option<Vec<u8>>), String> {
+        match self.objects.get(name) {
+            Some(Object::Segment { data, version }) => {
+                Ok((*version, (*version != have).then(|| data.clone())))
+            }
+            other => Err(refuse_text(name, other.map(|o| o.kind()), "read")),
+        }
+    }
+
+    /// Applies one release's writes to segment `name` at once; returns the new version.
+    pub fn store(&mut self, name: &str, writes: &[(u64, &[u8])]) -> Result<u64, String> {
+        match self.objects.get_mut(name) {
+            Some(Object::Segment { data, version }) => {
+                for (at, bytes) in writes {
+                    // All checked before any is applied.
+                    let fits = usize::try_from(*at)
+                        .ok()
+                        .and_then(|a| a.checked_add(bytes.len()))
+                        .is_some_and(|e| e <= data.len());
+                    if !fits {
+                        return Err(format!(
+                            "{} bytes at {at} of segment {name:?} of {}",
+                            bytes.len(),
+                            data.len()
+                        ));
+                    }
+                }
+                for (at, bytes) in writes {
+                    let at = *at as usize;
+                    data[at..at + bytes.len()].copy_from_slice(bytes);
+                }
+                *version += 1;
+                Ok(*version)
+            }
+            other => Err(refuse_text(name, other.map(|o| o.kind()), "written")),
+        }
+    }
+
     /// Space `space` left or died: its mutexes are released (the next holder told), its
     /// waiting requests forgotten. Returns what to send, with the object it is about.
     pub fn space_left(&mut self, space: &str) -> Vec<(String, Action)> {
@@ -288,7 +339,7 @@ impl Homes {
                 Object::Condition { queue } | Object::Semaphore { queue, .. } => {
                     queue.retain(|w| w.space != space);
                 }
-                Object::Barrier { .. } => {}
+                Object::Barrier { .. } | Object::Segment { .. } => {}
             }
         }
         freed.sort();
@@ -482,6 +533,26 @@ mod tests {
         assert_eq!(h.signal("c", true), vec![Action::Wake { to: w("a", 3) }]);
         assert!(h.create("c", Kind::Mutex, 0).is_err());
         assert!(h.cond_wait("m", w("a", 9)).is_err());
+    }
+
+    #[test]
+    fn a_segment_applies_a_release_whole_or_not_at_all() {
+        let mut h = Homes::default();
+        h.create("s", Kind::Segment, 8).unwrap();
+        assert_eq!(h.fetch("s", 7).unwrap(), (0, Some(vec![0; 8])));
+        assert_eq!(h.fetch("s", 0).unwrap(), (0, None), "unchanged");
+        assert_eq!(h.store("s", &[(0, &[1, 2]), (6, &[9, 9])]).unwrap(), 1);
+        assert_eq!(
+            h.fetch("s", 0).unwrap().1,
+            Some(vec![1, 2, 0, 0, 0, 0, 9, 9])
+        );
+        assert!(h.store("s", &[(0, &[5]), (7, &[1, 1])]).is_err());
+        assert_eq!(
+            h.fetch("s", 0).unwrap(),
+            (1, Some(vec![1, 2, 0, 0, 0, 0, 9, 9])),
+            "nothing applied"
+        );
+        assert!(h.fetch("m", 0).is_err());
     }
 
     #[test]

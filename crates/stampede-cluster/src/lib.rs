@@ -18,14 +18,20 @@
 //! ([`Cluster::barrier`]) is a Strata barrier over its members, so a member that dies makes
 //! the others' waits fail instead of hang.
 //!
-//! Layering, without circles: `error`, `wire`, `home` (the homes' state machine), `waits`
-//! → `shared` (the state, sending, running a task, departures) → `serve` (the served code
-//! and the membership watch), `thread`, `sync`, `barrier` → `cluster` (start, stop, lists).
+//! Global memory segments ([`Cluster::segment`]) live at the space that first touches them,
+//! each space working on its own copy, kept release-consistent by the locks and barriers.
+//!
+//! Layering, without circles: `error`, `wire`, `home` (the homes' state machine), `cache`,
+//! `waits` → `shared` (the state, sending, running a task, departures) → `serve` (the served
+//! code and the membership watch), `thread`, `segment` → `sync`, `barrier` → `cluster`
+//! (start, stop, lists).
 
 mod barrier;
+mod cache;
 mod cluster;
 mod error;
 mod home;
+mod segment;
 mod serve;
 mod shared;
 mod sync;
@@ -36,6 +42,7 @@ mod wire;
 pub use barrier::Barrier;
 pub use cluster::{list_tasks, ClusterStats, SpaceTasks, TaskInfo};
 pub use error::{ClusterError, TaskError};
+pub use segment::Segment;
 pub use shared::{
     Cancellation, Cluster, ClusterOptions, Registry, Resolver, TaskBody, TaskContext, ThreadId,
 };

@@ -15,7 +15,7 @@ use stampede_net::NameEvent;
 
 use crate::home::Waiter;
 use crate::shared::{lock, member_name, Answer, Ended, Shared, ThreadId};
-use crate::wire::{encode_list, encode_rank, Listed, Msg};
+use crate::wire::{encode_fetched, encode_list, encode_rank, Listed, Msg};
 
 /// Handles one message from space `from`; the result answers a call.
 pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, String> {
@@ -111,6 +111,15 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             Ok(Item::from(encode_rank(rank)))
         }
         Msg::List => Ok(Item::from(encode_list(&listed(sh)))),
+        Msg::Fetch { segment, have } => {
+            let (v, d) = lock(&sh.homes).fetch(&segment, have)?;
+            Ok(Item::from(encode_fetched(v, d.as_deref())))
+        }
+        Msg::Store { segment, writes } => {
+            let w: Vec<(u64, &[u8])> = writes.iter().map(|(a, b)| (*a, &b[..])).collect();
+            let v = lock(&sh.homes).store(&segment, &w)?;
+            Ok(Item::from(Bytes::copy_from_slice(&v.to_le_bytes())))
+        }
         Msg::Claim { object, kind } => Ok(Item::from(Bytes::copy_from_slice(&[sh
             .holds(&object, kind)
             as u8]))),

@@ -245,6 +245,9 @@ pub(crate) struct Counters {
     pub ran: AtomicU64,
     pub malformed: AtomicU64,
     pub unclaimed: AtomicU64,
+    /// Segment copies brought up to date, and releases sent.
+    pub fetches: AtomicU64,
+    pub releases: AtomicU64,
 }
 
 pub(crate) struct Shared {
@@ -267,6 +270,8 @@ pub(crate) struct Shared {
     pub running: Mutex<HashMap<ThreadId, Running>>,
     /// The cluster's spaces, sorted (this one included).
     pub members: Mutex<Vec<String>>,
+    /// This space's copies of the segments it has named.
+    pub segments: Mutex<HashMap<String, Arc<crate::cache::SegmentCache>>>,
     pub turn: AtomicUsize,
     pub stopped: AtomicBool,
     pub counters: Counters,
@@ -320,6 +325,7 @@ impl Shared {
             placed: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             members: Mutex::new(vec![space.id().to_owned()]),
+            segments: Mutex::new(HashMap::new()),
             turn: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
             counters: Counters::default(),
@@ -654,6 +660,12 @@ impl Shared {
             let _ = self.answers.fill(seq, Answer::Lost(space.to_owned()));
         }
         lock(&self.home_of).retain(|_, (h, _)| h != space);
+        for c in lock(&self.segments).values() {
+            let mut st = lock(&c.state);
+            if st.home.as_deref() == Some(space) {
+                st.lost = Some(space.to_owned());
+            }
+        }
         // Tasks it started here are cancelled: nobody will join them.
         for (id, r) in lock(&self.running).iter() {
             if id.origin == space {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ClusterError;
 use crate::home::{Kind, Waiter};
+use crate::segment;
 use crate::shared::{cancelled_here, lock, Answer, Cluster, Pending, Shared};
 use crate::waits::NoAnswer;
 use crate::wire::Msg;
@@ -121,7 +122,11 @@ fn acquire(
         }
     }
     match await_answer(sh, object, home, seq, deadline, "lock")? {
-        Answer::Granted { owner_died } => Ok((seq, owner_died)),
+        Answer::Granted { owner_died } => {
+            // Release consistency: what the previous holder released is seen from here.
+            segment::acquire_all(sh);
+            Ok((seq, owner_died))
+        }
         other => Err(unexpected(other)),
     }
 }
@@ -181,9 +186,12 @@ fn unexpected(a: Answer) -> ClusterError {
     }
 }
 
-/// Releases request `seq`'s hold on mutex `object`.
+/// Releases request `seq`'s hold on mutex `object`, after this space's segment writes.
 fn release(sh: &Shared, object: &str, home: &str, seq: u64) -> Result<(), ClusterError> {
-    if home == sh.id {
+    // A failed release of segments still lets the mutex go: holding it would block the
+    // cluster, and the error is reported.
+    let released = segment::release_all(sh);
+    let unlocked = if home == sh.id {
         let acts = lock(&sh.homes).unlock(
             object,
             &Waiter {
@@ -201,7 +209,8 @@ fn release(sh: &Shared, object: &str, home: &str, seq: u64) -> Result<(), Cluste
                 seq,
             },
         )
-    }
+    };
+    released.and(unlocked)
 }
 
 impl Cluster {
@@ -479,9 +488,11 @@ impl Semaphore {
         .map(|_| ())
     }
 
-    /// Adds one, waking a waiter if there is one.
+    /// Adds one, waking a waiter if there is one (after this space's segment writes are
+    /// released).
     pub fn post(&self) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
+        segment::release_all(sh)?;
         if self.home == sh.id {
             let acts = lock(&sh.homes).post(&self.name);
             sh.apply(&self.name, acts);

@@ -78,6 +78,15 @@ pub(crate) enum Msg {
     /// Whether the callee is home to `object` of kind `kind` (a call: answered with one
     /// byte, 1 for yes).
     Claim { object: String, kind: u8 },
+    /// Segment `segment`'s bytes unless the caller has version `have` (a call: answered
+    /// with [`encode_fetched`]).
+    Fetch { segment: String, have: u64 },
+    /// One release's writes to segment `segment`, applied at once (a call: answered with
+    /// the new version, eight bytes).
+    Store {
+        segment: String,
+        writes: Vec<(u64, Bytes)>,
+    },
 }
 
 const RUN: u8 = 1;
@@ -96,6 +105,8 @@ const RANK: u8 = 13;
 const LIST: u8 = 14;
 const RETURN: u8 = 15;
 const CLAIM: u8 = 16;
+const FETCH: u8 = 17;
+const STORE: u8 = 18;
 
 struct Writer(BytesMut);
 
@@ -234,6 +245,14 @@ impl Msg {
             Msg::Rank { barrier, size } => Writer::new(RANK).str(barrier).u32(*size).done(),
             Msg::List => Writer::new(LIST).done(),
             Msg::Claim { object, kind } => Writer::new(CLAIM).str(object).u8(*kind).done(),
+            Msg::Fetch { segment, have } => Writer::new(FETCH).str(segment).u64(*have).done(),
+            Msg::Store { segment, writes } => {
+                let mut w = Writer::new(STORE).str(segment).u32(writes.len() as u32);
+                for (at, b) in writes {
+                    w = w.u64(*at).bytes(b);
+                }
+                w.done()
+            }
         }
     }
 
@@ -306,6 +325,19 @@ impl Msg {
                 object: r.str()?,
                 kind: r.u8()?,
             },
+            FETCH => Msg::Fetch {
+                segment: r.str()?,
+                have: r.u64()?,
+            },
+            STORE => {
+                let segment = r.str()?;
+                let n = r.u32()? as usize;
+                let mut writes = Vec::with_capacity(n.min(1024));
+                for _ in 0..n {
+                    writes.push((r.u64()?, r.bytes()?));
+                }
+                Msg::Store { segment, writes }
+            }
             k => return Err(format!("unknown message kind {k}")),
         };
         r.end()?;
@@ -345,6 +377,28 @@ pub(crate) fn decode_list(b: Bytes) -> Result<Vec<Listed>, String> {
     }
     r.end()?;
     Ok(out)
+}
+
+/// The answer to [`Msg::Fetch`]: the version, and the bytes if the asker's are stale.
+pub(crate) fn encode_fetched(version: u64, data: Option<&[u8]>) -> Bytes {
+    let w = Writer(BytesMut::with_capacity(9 + data.map_or(0, <[u8]>::len))).u64(version);
+    match data {
+        Some(d) => w.u8(1).bytes(d),
+        None => w.u8(0),
+    }
+    .done()
+}
+
+pub(crate) fn decode_fetched(b: Bytes) -> Result<(u64, Option<Bytes>), String> {
+    let mut r = Reader { b, at: 0 };
+    let version = r.u64()?;
+    let data = match r.u8()? {
+        0 => None,
+        1 => Some(r.bytes()?),
+        k => return Err(format!("{k} is not a fetch answer")),
+    };
+    r.end()?;
+    Ok((version, data))
 }
 
 /// The answer to [`Msg::Rank`].
@@ -414,6 +468,18 @@ mod tests {
             (text(), any::<u32>()).prop_map(|(barrier, size)| Msg::Rank { barrier, size }),
             Just(Msg::List),
             (text(), any::<u8>()).prop_map(|(object, kind)| Msg::Claim { object, kind }),
+            (text(), any::<u64>()).prop_map(|(segment, have)| Msg::Fetch { segment, have }),
+            (
+                text(),
+                proptest::collection::vec(
+                    (any::<u64>(), proptest::collection::vec(any::<u8>(), 0..9)),
+                    0..4
+                )
+            )
+                .prop_map(|(segment, w)| Msg::Store {
+                    segment,
+                    writes: w.into_iter().map(|(a, b)| (a, Bytes::from(b))).collect()
+                }),
         ]
     }
 
@@ -440,6 +506,13 @@ mod tests {
         fn random_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = Msg::decode(Bytes::from(b.clone()));
             let _ = decode_list(Bytes::from(b));
+        }
+
+        #[test]
+        fn fetch_answers_round_trip(v in any::<u64>(), d in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..20))) {
+            let (got_v, got_d) = decode_fetched(encode_fetched(v, d.as_deref())).unwrap();
+            prop_assert_eq!(got_v, v);
+            prop_assert_eq!(got_d.map(|b| b.to_vec()), d);
         }
 
         #[test]

@@ -86,6 +86,12 @@ fn child_entry() {
             std::thread::sleep(Duration::from_secs(600));
             drop(g);
         }
+        "segment" => {
+            let seg = c.segment("lost-seg", 16).unwrap();
+            seg.write(0, b"from the child").unwrap();
+            seg.release().unwrap();
+            println!("READY");
+        }
         "barrier" => {
             let b = c.barrier("kb", 2).unwrap();
             b.wait().unwrap();
@@ -253,6 +259,36 @@ fn a_barrier_with_a_dead_member_fails_and_a_task_of_a_dead_space_is_lost() {
         other => panic!("expected the barrier to fail, got {other:?}"),
     }
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    c.stop();
+    space.leave();
+}
+
+#[test]
+fn a_segment_whose_home_died_fails_clearly() {
+    let (ep, app, space, c) = main_space("lost-segment");
+    let mut kids = members("segment", &ep, &app, 1);
+    wait_members(&c, 2);
+    let seg = c.segment("lost-seg", 16).unwrap();
+    let mut buf = [0u8; 14];
+    seg.read(0, &mut buf).unwrap();
+    assert_eq!(&buf, b"from the child");
+    let home = seg.home().unwrap();
+    assert_ne!(home, space.id());
+    kids[0].kill9();
+    let t0 = Instant::now();
+    let err = loop {
+        match seg.acquire() {
+            Err(e) => break e,
+            Ok(()) => {
+                assert!(t0.elapsed() < T, "the home's death was never noticed");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(
+        matches!(&err, ClusterError::Lost { space } if *space == home),
+        "{err}"
+    );
     c.stop();
     space.leave();
 }

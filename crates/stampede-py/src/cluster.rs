@@ -268,6 +268,16 @@ impl PyCluster {
         })
     }
 
+    /// The global memory segment ``name`` of ``size`` bytes, homed by the first space to
+    /// touch it; release-consistent with the cluster's locks.
+    fn segment(&self, py: Python<'_>, name: &str, size: usize) -> PyResult<PySegment> {
+        let s = self
+            .c
+            .segment(name, size)
+            .map_err(|e| cluster_error(py, e))?;
+        Ok(PySegment { s })
+    }
+
     /// The tasks this space runs: ``(id, task, cancelling, seconds running)``.
     fn tasks(&self) -> Vec<(String, String, bool, f64)> {
         self.c
@@ -527,6 +537,56 @@ impl PySemaphore {
     }
 }
 
+/// A global memory segment: this space's copy of named bytes. Writes are seen elsewhere
+/// after this space releases them (an unlock, a post, a barrier, or ``release()``), by
+/// spaces that acquired since (a lock, a semaphore wait, a barrier, or ``acquire()``).
+#[pyclass(module = "stampede.cluster", name = "Segment", frozen)]
+pub(crate) struct PySegment {
+    s: cl::Segment,
+}
+
+#[pymethods]
+impl PySegment {
+    /// Its name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.s.name()
+    }
+    /// Its home, once touched.
+    #[getter]
+    fn home(&self) -> Option<String> {
+        self.s.home()
+    }
+    fn __len__(&self) -> usize {
+        self.s.len()
+    }
+    /// ``size`` bytes at ``offset`` (to the end by default).
+    #[pyo3(signature = (offset = 0, size = None))]
+    fn read(&self, py: Python<'_>, offset: usize, size: Option<usize>) -> PyResult<Py<PyBytes>> {
+        let n = size.unwrap_or_else(|| self.s.len().saturating_sub(offset));
+        let mut buf = vec![0u8; n];
+        py.detach(|| self.s.read(offset, &mut buf))
+            .map_err(|e| cluster_error(py, e))?;
+        Ok(PyBytes::new(py, &buf).unbind())
+    }
+    /// Writes ``data`` at ``offset``.
+    fn write(&self, py: Python<'_>, offset: usize, data: &[u8]) -> PyResult<()> {
+        let data = data.to_vec();
+        py.detach(|| self.s.write(offset, &data))
+            .map_err(|e| cluster_error(py, e))
+    }
+    /// Makes this space's writes visible to the next acquirer.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.s.release())
+            .map_err(|e| cluster_error(py, e))
+    }
+    /// Makes others' releases visible here.
+    fn acquire(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.s.acquire())
+            .map_err(|e| cluster_error(py, e))
+    }
+}
+
 /// This task's place in a cluster barrier.
 #[pyclass(module = "stampede.cluster", name = "Barrier", frozen)]
 pub(crate) struct PyBarrier {
@@ -593,6 +653,7 @@ pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCondition>()?;
     m.add_class::<PySemaphore>()?;
     m.add_class::<PyBarrier>()?;
+    m.add_class::<PySegment>()?;
     m.add_function(wrap_pyfunction!(list_tasks, m)?)?;
     Ok(())
 }
