@@ -22,12 +22,16 @@ b'144'
 
 from __future__ import annotations
 
+import os
+
 from ._stampede import (
+    Space,
     Barrier,
     Cluster,
     Condition,
     JoinHandle,
     Mutex,
+    NodeAgent,
     Segment,
     Semaphore,
     TaskContext,
@@ -52,6 +56,7 @@ __all__ = [
     "JoinHandle",
     "Mutex",
     "NoSpace",
+    "NodeAgent",
     "Segment",
     "Semaphore",
     "SpaceLost",
@@ -60,4 +65,21 @@ __all__ = [
     "TaskFailed",
     "UnknownTask",
     "list_tasks",
+    "serve_attached",
 ]
+
+
+def serve_attached() -> None:
+    """Runs this process as an address space a node agent started (``python -m
+    stampede.cluster``): joins the application from the environment the agent set, serves
+    its cluster (tasks by import path) until detached, then leaves."""
+    app = os.environ["STAMPEDE_CLUSTER_APP"]
+    connect = [e for e in os.environ.get("STAMPEDE_CLUSTER_CONNECT", "").split(",") if e]
+    token = os.environ["STAMPEDE_CLUSTER_TOKEN"]
+    with Space.join(app, connect=connect) as space:
+        with Cluster.start(space, token=token) as c:
+            c.wait_detached()
+
+
+if __name__ == "__main__":
+    serve_attached()

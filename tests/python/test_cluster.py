@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -170,3 +172,26 @@ def test_a_segment_written_under_a_lock_is_read_by_the_next_holder(
         assert sa.read()[6:] == bytes(10)
     with pytest.raises(InvalidArgument):
         sa.write(15, b"xy")
+
+
+def test_a_node_agent_attaches_a_python_space_that_runs_tasks_by_import_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ep = free_endpoint()
+    app = f"pyattach-{os.getpid()}"
+    # The started interpreter finds the tasks' module as this one does.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    with sp.Space.join(app, mode="router", listen=[ep]) as space:
+        with cluster.Cluster.start(space, timeout=LONG) as c:
+            agent = cluster.NodeAgent.start(space, "here", [ep])
+            try:
+                new = c.attach([sys.executable, "-m", "stampede.cluster"], timeout=60.0)
+                assert new in c.spaces() and agent.running() == 1
+                assert c.spawn("_cluster_tasks:square", b"9", on=new).join(timeout=LONG) == b"81"
+                c.detach(new)
+                deadline = time.monotonic() + LONG
+                while agent.running() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert agent.running() == 0 and new not in c.spaces()
+            finally:
+                agent.stop()

@@ -47,6 +47,20 @@ pub(crate) enum Command {
     Watermark(WatermarkArgs),
     /// List the cluster tasks each address space runs, with their state
     Threads(SpacesArgs),
+    /// Run a host's node agent: start address spaces for the application's clusters when
+    /// they attach one, until interrupted
+    Node(NodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NodeArgs {
+    /// This host's name among the agents (the machine's host name by default)
+    #[arg(long)]
+    pub(crate) host: Option<String>,
+    #[command(flatten)]
+    pub(crate) conn: Connection,
+    #[command(flatten)]
+    pub(crate) security: Security,
 }
 
 #[derive(Debug, Args)]

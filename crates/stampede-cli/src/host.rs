@@ -10,7 +10,7 @@ use std::time::Duration;
 use stampede_core::{ContainerOptions, ZoneId};
 use stampede_net::{Mode, Space};
 
-use crate::args::{ContainerSpec, RouterArgs, SpaceArgs};
+use crate::args::{ContainerSpec, NodeArgs, RouterArgs, SpaceArgs};
 use crate::Failure;
 
 /// SIGINT and SIGTERM, as events. A second signal ends the process at once, for when
@@ -149,4 +149,30 @@ pub(crate) fn space(a: SpaceArgs) -> Result<(), Failure> {
     serve_until_interrupted(space, &interrupt);
     drop((channels, queues, registers));
     Ok(())
+}
+
+/// A node agent: an address space that starts address spaces for the application's
+/// clusters on this host (they connect where this one does), until interrupted.
+pub(crate) fn node(a: NodeArgs) -> Result<(), Failure> {
+    let interrupt = Interrupt::install()?;
+    let cfg = a.conn.config(Mode::Peer, &a.security);
+    let connect = cfg.connect.clone();
+    let space = Space::join(&a.conn.app, cfg)?;
+    let host = a.host.clone().unwrap_or_else(host_name);
+    let agent = stampede_cluster::NodeAgent::start(&space, &host, connect)
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    describe(&space);
+    println!("node     {host}");
+    serve_until_interrupted(space, &interrupt);
+    drop(agent);
+    Ok(())
+}
+
+/// This machine's host name (from the kernel), or "localhost".
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }

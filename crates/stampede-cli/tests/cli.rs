@@ -185,7 +185,15 @@ fn eventually(mut f: impl FnMut() -> bool) -> bool {
 fn every_command_has_help() {
     let top = run(&["--help"]);
     assert_eq!(top.code, Some(0));
-    for sub in ["router", "space", "names", "spaces", "watermark", "threads"] {
+    for sub in [
+        "router",
+        "space",
+        "names",
+        "spaces",
+        "watermark",
+        "threads",
+        "node",
+    ] {
         assert!(
             top.stdout.contains(sub),
             "{sub} missing from {}",
@@ -481,6 +489,40 @@ fn threads_lists_the_tasks_each_cluster_member_runs() {
     assert!(table.stdout.contains("sleeper"), "{}", table.stdout);
     h.cancel().unwrap();
     h.join().unwrap();
+    c.stop();
+    space.leave();
+}
+
+#[test]
+fn node_runs_an_agent_that_starts_what_a_cluster_attaches() {
+    use stampede_cluster::{Cluster, ClusterError, ClusterOptions, Registry};
+    let app = app("node");
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let space = Space::join(&app, Config::router(ep.clone())).unwrap();
+    let mut agent = Running::start(&["node", "--app", &app, "-e", &ep, "--host", "h1"]);
+    agent.ready();
+    assert!(
+        agent.seen.iter().any(|l| l == "node     h1"),
+        "{:?}",
+        agent.seen
+    );
+    let c = Cluster::start(&space, Registry::new(), ClusterOptions::default()).unwrap();
+    assert!(eventually(|| space.record("cluster/node/h1").is_some()));
+    // The agent runs what it is asked to; a program that never joins is an attach that
+    // times out.
+    let marker = std::env::temp_dir().join(format!("stampede-node-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let cmd = vec![
+        "/bin/sh".to_string(),
+        "-c".into(),
+        format!("echo \"$STAMPEDE_CLUSTER_APP\" > {}", marker.display()),
+    ];
+    let err = c.attach(&cmd, Duration::from_millis(500)).unwrap_err();
+    assert!(matches!(err, ClusterError::Timeout { .. }), "{err}");
+    assert!(eventually(
+        || std::fs::read_to_string(&marker).is_ok_and(|s| s.trim() == app)
+    ));
+    let _ = std::fs::remove_file(&marker);
     c.stop();
     space.leave();
 }

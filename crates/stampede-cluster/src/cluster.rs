@@ -55,6 +55,18 @@ impl Cluster {
         registry: Registry,
         opts: ClusterOptions,
     ) -> Result<Cluster, ClusterError> {
+        Cluster::start_attached(space, registry, opts, "")
+    }
+
+    /// As [`start`](Cluster::start), registering the membership with `token`, the one a
+    /// node agent passed a started process (how the attaching space recognises it); for
+    /// faces that join by themselves ([`Worker::run`](crate::Worker::run) does this).
+    pub fn start_attached(
+        space: &Space,
+        registry: Registry,
+        opts: ClusterOptions,
+        token: &str,
+    ) -> Result<Cluster, ClusterError> {
         let sh = Arc::new(Shared::new(space, registry, opts));
         let weak = Arc::downgrade(&sh);
         space
@@ -79,7 +91,7 @@ impl Cluster {
                 return Err(e.into());
             }
         };
-        if let Err(e) = space.register_service(&member_name(space.id()), "") {
+        if let Err(e) = space.register_service(&member_name(space.id()), token) {
             space.unserve(SERVICE);
             return Err(e.into());
         }
@@ -116,6 +128,8 @@ impl Cluster {
             running: lock(&self.sh.running).len() as u64,
             malformed: c.malformed.load(Ordering::Relaxed),
             unclaimed: c.unclaimed.load(Ordering::Relaxed),
+            attached: c.attached.load(Ordering::Relaxed),
+            detached: c.detached.load(Ordering::Relaxed),
         }
     }
 
@@ -136,6 +150,8 @@ pub struct ClusterStats {
     pub running: u64,
     pub malformed: u64,
     pub unclaimed: u64,
+    pub attached: u64,
+    pub detached: u64,
 }
 
 impl Shared {

@@ -31,6 +31,7 @@ mod cache;
 mod cluster;
 mod error;
 mod home;
+mod node;
 mod segment;
 mod serve;
 mod shared;
@@ -42,9 +43,11 @@ mod wire;
 pub use barrier::Barrier;
 pub use cluster::{list_tasks, ClusterStats, SpaceTasks, TaskInfo};
 pub use error::{ClusterError, TaskError};
+pub use node::{NodeAgent, Worker, ENV_APP, ENV_CONNECT, ENV_TOKEN};
 pub use segment::Segment;
 pub use shared::{
-    Cancellation, Cluster, ClusterOptions, Registry, Resolver, TaskBody, TaskContext, ThreadId,
+    AttachPolicy, Cancellation, Cluster, ClusterOptions, Registry, Resolver, TaskBody, TaskContext,
+    ThreadId,
 };
 pub use sync::{Condition, LockError, Mutex, MutexGuard, Semaphore};
 pub use thread::{JoinHandle, Placement};

@@ -111,6 +111,10 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             Ok(Item::from(encode_rank(rank)))
         }
         Msg::List => Ok(Item::from(encode_list(&listed(sh)))),
+        Msg::Detach => {
+            sh.detach.ask();
+            none()
+        }
         Msg::Fetch { segment, have } => {
             let (v, d) = lock(&sh.homes).fetch(&segment, have)?;
             Ok(Item::from(encode_fetched(v, d.as_deref())))
@@ -152,6 +156,7 @@ pub(crate) fn watch(sh: Weak<Shared>, events: stampede_net::NameWatch) {
         if s.stopped.load(Ordering::Acquire) {
             return;
         }
+        s.detach_idle();
         drop(s);
         let Some(ev) = events.recv_timeout(Duration::from_millis(100)) else {
             continue;

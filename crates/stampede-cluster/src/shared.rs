@@ -95,12 +95,57 @@ pub struct ClusterOptions {
     /// How long a lock, condition, semaphore or barrier wait may last; `None` waits for as
     /// long as the objects' homes and the other members live.
     pub timeout: Option<Duration>,
+    /// Attach address spaces when the members are full, and detach idle ones.
+    pub attach: Option<AttachPolicy>,
+}
+
+/// When a cluster attaches and detaches address spaces through the node agents.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AttachPolicy {
+    /// What a node agent runs (program and arguments); it must run
+    /// [`Worker::from_env`](crate::Worker::from_env).
+    pub command: Vec<String>,
+    /// A round-robin or least-loaded spawn attaches a space when every member runs this
+    /// many of this space's tasks (its own count in this space).
+    pub task_limit: usize,
+    /// A space this one attached is detached after running none of its tasks this long.
+    pub idle: Option<Duration>,
+    /// How long an attach may take.
+    pub timeout: Duration,
+}
+
+impl AttachPolicy {
+    /// Runs `command`, attaching at `task_limit` tasks per space; no idle detaching.
+    pub fn new(command: Vec<String>, task_limit: usize) -> AttachPolicy {
+        AttachPolicy {
+            command,
+            task_limit: task_limit.max(1),
+            idle: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+    /// Detaches a space attached by this one after `idle` without its tasks.
+    pub fn idle(mut self, idle: Option<Duration>) -> Self {
+        self.idle = idle;
+        self
+    }
+    /// How long an attach may take.
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = t;
+        self
+    }
 }
 
 impl ClusterOptions {
     /// How long a synchronisation wait may last.
     pub fn timeout(mut self, t: Option<Duration>) -> Self {
         self.timeout = t;
+        self
+    }
+    /// Attaches and detaches address spaces by `policy`.
+    pub fn attach(mut self, policy: Option<AttachPolicy>) -> Self {
+        self.attach = policy;
         self
     }
 }
@@ -245,6 +290,9 @@ pub(crate) struct Counters {
     pub ran: AtomicU64,
     pub malformed: AtomicU64,
     pub unclaimed: AtomicU64,
+    /// Spaces attached and detached by this one.
+    pub attached: AtomicU64,
+    pub detached: AtomicU64,
     /// Segment copies brought up to date, and releases sent.
     pub fetches: AtomicU64,
     pub releases: AtomicU64,
@@ -275,6 +323,10 @@ pub(crate) struct Shared {
     pub turn: AtomicUsize,
     pub stopped: AtomicBool,
     pub counters: Counters,
+    /// Whether another member told this space to detach.
+    pub detach: crate::waits::Detach,
+    /// Spaces this one attached, by when it last gave one a task.
+    pub attached: Mutex<HashMap<String, Instant>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -329,6 +381,8 @@ impl Shared {
             turn: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
             counters: Counters::default(),
+            detach: crate::waits::Detach::default(),
+            attached: Mutex::new(HashMap::new()),
         }
     }
 
@@ -671,6 +725,35 @@ impl Shared {
             if id.origin == space {
                 r.cancel.store(true, Ordering::Release);
             }
+        }
+    }
+
+    /// Tells the spaces this one attached that have run none of its tasks for the idle
+    /// time to detach.
+    pub fn detach_idle(&self) {
+        let Some(idle) = self.opts.attach.as_ref().and_then(|p| p.idle) else {
+            return;
+        };
+        let busy: std::collections::HashSet<String> = lock(&self.placed)
+            .values()
+            .map(|p| p.space.clone())
+            .collect();
+        let mut attached = lock(&self.attached);
+        let now = Instant::now();
+        for (space, last) in attached.iter_mut() {
+            if busy.contains(space) {
+                *last = now;
+            }
+        }
+        let idle_ones: Vec<String> = attached
+            .iter()
+            .filter(|(_, &last)| now.duration_since(last) >= idle)
+            .map(|(s, _)| s.clone())
+            .collect();
+        for s in idle_ones {
+            attached.remove(&s);
+            let _ = self.send(&s, &Msg::Detach);
+            self.counters.detached.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -95,49 +95,70 @@ impl Cluster {
         })
     }
 
-    /// The space `on` names for the next task.
+    /// The space `on` names for the next task; a round-robin or least-loaded spawn
+    /// attaches a space first when every member is full by the attach policy.
     fn place(&self, on: &Placement) -> Result<String, ClusterError> {
         let sh = &self.sh;
         let members = lock(&sh.members).clone();
-        match on {
-            Placement::Here => Ok(sh.id.clone()),
+        let chosen = match on {
+            Placement::Here => return Ok(sh.id.clone()),
             Placement::On(s) => {
-                if members.contains(s) {
+                return if members.contains(s) {
                     Ok(s.clone())
                 } else {
                     Err(ClusterError::NoSpace(format!(
                         "{s} is not a space of this cluster"
                     )))
-                }
+                };
             }
-            Placement::RoundRobin => {
-                let i = sh.turn.fetch_add(1, Ordering::Relaxed) % members.len();
-                Ok(members[i].clone())
-            }
-            Placement::LeastLoaded => {
-                let mut load = vec![0usize; members.len()];
-                for p in lock(&sh.placed).values() {
-                    if let Ok(i) = members.binary_search(&p.space) {
-                        load[i] += 1;
+            Placement::RoundRobin | Placement::LeastLoaded => {
+                let load = self.loads(&members);
+                if let Some(p) = &sh.opts.attach {
+                    if load.iter().all(|&l| l >= p.task_limit) {
+                        return self.attach(&p.command, p.timeout);
                     }
-                }
-                if let Ok(i) = members.binary_search(&sh.id) {
-                    // This space's own tasks, spawned from elsewhere, count too.
-                    let mine = lock(&sh.running)
-                        .keys()
-                        .filter(|id| id.origin != sh.id)
-                        .count();
-                    load[i] += mine;
                 }
                 let start = sh.turn.fetch_add(1, Ordering::Relaxed);
                 let n = members.len();
-                let best = (0..n)
-                    .map(|k| (start + k) % n)
-                    .min_by_key(|&i| load[i])
-                    .expect("the cluster has this space at least");
-                Ok(members[best].clone())
+                let i = if *on == Placement::RoundRobin {
+                    // In turn, skipping full members when spaces attach on demand.
+                    let limit = sh.opts.attach.as_ref().map_or(usize::MAX, |p| p.task_limit);
+                    (0..n)
+                        .map(|k| (start + k) % n)
+                        .find(|&i| load[i] < limit)
+                        .unwrap_or(start % n)
+                } else {
+                    (0..n)
+                        .map(|k| (start + k) % n)
+                        .min_by_key(|&i| load[i])
+                        .expect("the cluster has this space at least")
+                };
+                members[i].clone()
+            }
+        };
+        if let Some(t) = lock(&sh.attached).get_mut(&chosen) {
+            *t = std::time::Instant::now();
+        }
+        Ok(chosen)
+    }
+
+    /// The tasks each of `members` runs by this space's count: those it placed there and
+    /// has not heard the end of, and, for itself, those it runs for others.
+    fn loads(&self, members: &[String]) -> Vec<usize> {
+        let sh = &self.sh;
+        let mut load = vec![0usize; members.len()];
+        for p in lock(&sh.placed).values() {
+            if let Ok(i) = members.binary_search(&p.space) {
+                load[i] += 1;
             }
         }
+        if let Ok(i) = members.binary_search(&sh.id) {
+            load[i] += lock(&sh.running)
+                .keys()
+                .filter(|id| id.origin != sh.id)
+                .count();
+        }
+        load
     }
 
     /// The cluster's spaces, sorted by name (this one included).

@@ -96,6 +96,29 @@ impl<T> Slots<T> {
     }
 }
 
+/// Whether this space was told to detach, and its waiters.
+#[derive(Default)]
+pub(crate) struct Detach {
+    asked: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Detach {
+    pub fn ask(&self) {
+        *lock(&self.asked) = true;
+        self.cv.notify_all();
+    }
+    pub fn asked(&self) -> bool {
+        *lock(&self.asked)
+    }
+    pub fn wait(&self) {
+        let mut g = lock(&self.asked);
+        while !*g {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

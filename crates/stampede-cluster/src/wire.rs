@@ -81,6 +81,8 @@ pub(crate) enum Msg {
     /// Segment `segment`'s bytes unless the caller has version `have` (a call: answered
     /// with [`encode_fetched`]).
     Fetch { segment: String, have: u64 },
+    /// Leave the cluster and end (the caller attached this space and it is idle).
+    Detach,
     /// One release's writes to segment `segment`, applied at once (a call: answered with
     /// the new version, eight bytes).
     Store {
@@ -107,6 +109,7 @@ const RETURN: u8 = 15;
 const CLAIM: u8 = 16;
 const FETCH: u8 = 17;
 const STORE: u8 = 18;
+const DETACH: u8 = 19;
 
 struct Writer(BytesMut);
 
@@ -245,6 +248,7 @@ impl Msg {
             Msg::Rank { barrier, size } => Writer::new(RANK).str(barrier).u32(*size).done(),
             Msg::List => Writer::new(LIST).done(),
             Msg::Claim { object, kind } => Writer::new(CLAIM).str(object).u8(*kind).done(),
+            Msg::Detach => Writer::new(DETACH).done(),
             Msg::Fetch { segment, have } => Writer::new(FETCH).str(segment).u64(*have).done(),
             Msg::Store { segment, writes } => {
                 let mut w = Writer::new(STORE).str(segment).u32(writes.len() as u32);
@@ -325,6 +329,7 @@ impl Msg {
                 object: r.str()?,
                 kind: r.u8()?,
             },
+            DETACH => Msg::Detach,
             FETCH => Msg::Fetch {
                 segment: r.str()?,
                 have: r.u64()?,
@@ -467,6 +472,7 @@ mod tests {
             (any::<u64>(), text()).prop_map(|(seq, why)| Msg::Refused { seq, why }),
             (text(), any::<u32>()).prop_map(|(barrier, size)| Msg::Rank { barrier, size }),
             Just(Msg::List),
+            Just(Msg::Detach),
             (text(), any::<u8>()).prop_map(|(object, kind)| Msg::Claim { object, kind }),
             (text(), any::<u64>()).prop_map(|(segment, have)| Msg::Fetch { segment, have }),
             (

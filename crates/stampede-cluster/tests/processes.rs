@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{app, free_port, Proc};
 use stampede_cluster::{
-    Cluster, ClusterError, ClusterOptions, LockError, Placement, Registry, TaskContext, TaskError,
+    AttachPolicy, Cluster, ClusterError, ClusterOptions, LockError, NodeAgent, Placement, Registry,
+    TaskContext, TaskError,
 };
 use stampede_core::ContainerOptions;
 use stampede_net::{Config, Space};
@@ -67,6 +68,12 @@ fn start(space: &Space) -> Cluster {
 
 #[test]
 fn child_entry() {
+    // Started by a node agent: serve until detached.
+    if let Some(w) = stampede_cluster::Worker::from_env() {
+        w.run(registry(), ClusterOptions::default().timeout(Some(T)))
+            .unwrap();
+        return;
+    }
     let Ok(role) = std::env::var("STAMPEDE_TEST_ROLE") else {
         return;
     };
@@ -289,6 +296,88 @@ fn a_segment_whose_home_died_fails_clearly() {
         matches!(&err, ClusterError::Lost { space } if *space == home),
         "{err}"
     );
+    c.stop();
+    space.leave();
+}
+
+/// What a node agent runs to attach a space: this test binary, as a worker.
+fn worker_command() -> Vec<String> {
+    let exe = std::env::current_exe().unwrap();
+    vec![
+        exe.to_string_lossy().into_owned(),
+        "--exact".into(),
+        "child_entry".into(),
+        "--nocapture".into(),
+        "--test-threads=1".into(),
+    ]
+}
+
+#[test]
+fn a_node_agent_attaches_a_space_that_runs_tasks_and_detaches_it() {
+    let (ep, _app, space, c) = main_space("attach");
+    let err = c.attach(&worker_command(), T).unwrap_err();
+    assert!(
+        matches!(&err, ClusterError::NoSpace(why) if why.contains("stampede node")),
+        "{err}"
+    );
+    let agent = NodeAgent::start(&space, "host-a", vec![ep]).unwrap();
+    let id = c.attach(&worker_command(), T).unwrap();
+    assert!(c.spaces().contains(&id));
+    assert_eq!(agent.running(), 1);
+    let h = c
+        .spawn("sleep", Bytes::new(), Placement::On(id.clone()))
+        .unwrap();
+    h.cancel().unwrap();
+    h.join().unwrap();
+    c.detach(&id, T).unwrap();
+    assert!(!c.spaces().contains(&id));
+    let t0 = Instant::now();
+    while agent.running() > 0 {
+        assert!(t0.elapsed() < T, "the detached process never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!((c.stats().attached, c.stats().detached), (1, 1));
+    agent.stop();
+    c.stop();
+    space.leave();
+}
+
+#[test]
+fn spawning_attaches_a_space_when_the_members_are_full_and_detaches_it_when_idle() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("auto-attach");
+    let space = Space::join(&app, cfg(Config::router(ep.clone()))).unwrap();
+    let policy = AttachPolicy::new(worker_command(), 1).idle(Some(Duration::from_millis(300)));
+    let c = Cluster::start(
+        &space,
+        registry(),
+        ClusterOptions::default()
+            .timeout(Some(T))
+            .attach(Some(policy)),
+    )
+    .unwrap();
+    let agent = NodeAgent::start(&space, "host-a", vec![ep]).unwrap();
+    let first = c
+        .spawn("sleep", Bytes::new(), Placement::RoundRobin)
+        .unwrap();
+    assert_eq!(first.space(), space.id(), "room here");
+    let second = c
+        .spawn("sleep", Bytes::new(), Placement::RoundRobin)
+        .unwrap();
+    assert_ne!(second.space(), space.id(), "a space was attached for it");
+    assert_eq!(c.spaces().len(), 2);
+    for h in [first, second] {
+        h.cancel().unwrap();
+        h.join().unwrap();
+    }
+    // Idle for longer than the policy allows: detached, and its process ends.
+    let t0 = Instant::now();
+    while c.spaces().len() > 1 || agent.running() > 0 {
+        assert!(t0.elapsed() < T, "never detached: {:?}", c.spaces());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.stats().detached, 1);
+    agent.stop();
     c.stop();
     space.leave();
 }

@@ -144,13 +144,16 @@ impl PyCluster {
     /// callables ``(ctx, args: bytes) -> bytes | str | None``; a name of the form
     /// ``"package.module:function"`` that ``tasks`` lacks is imported when a task of it is
     /// to run here. ``timeout`` bounds every lock, condition, semaphore and barrier wait.
+    /// ``token`` is the one a node agent gave a process it started (``python -m
+    /// stampede.cluster`` passes it).
     #[staticmethod]
-    #[pyo3(signature = (space, tasks = None, *, timeout = None))]
+    #[pyo3(signature = (space, tasks = None, *, timeout = None, token = None))]
     fn start(
         py: Python<'_>,
         space: &Bound<'_, Space>,
         tasks: Option<&Bound<'_, PyDict>>,
         timeout: Option<f64>,
+        token: Option<String>,
     ) -> PyResult<Py<PyCluster>> {
         let s = space.get().get(py)?;
         // The bodies reach the Python cluster once it exists; it holds them weakly in
@@ -175,7 +178,9 @@ impl PyCluster {
         });
         let opts = cl::ClusterOptions::default().timeout(timeout.map(Duration::from_secs_f64));
         let c = py
-            .detach(|| cl::Cluster::start(&s, registry, opts))
+            .detach(|| {
+                cl::Cluster::start_attached(&s, registry, opts, token.as_deref().unwrap_or(""))
+            })
             .map_err(|e| cluster_error(py, e))?;
         let me = Py::new(
             py,
@@ -292,6 +297,33 @@ impl PyCluster {
                 )
             })
             .collect()
+    }
+
+    /// Asks a node agent to start ``command`` (a program and its arguments that serve an
+    /// attached space, such as ``[sys.executable, "-m", "stampede.cluster"]``) and waits
+    /// until it is a member, at most ``timeout`` seconds; returns its id.
+    #[pyo3(signature = (command, timeout = 30.0))]
+    fn attach(&self, py: Python<'_>, command: Vec<String>, timeout: f64) -> PyResult<String> {
+        let t = duration(py, "timeout", timeout)?;
+        py.detach(|| self.c.attach(&command, t))
+            .map_err(|e| cluster_error(py, e))
+    }
+
+    /// Tells member ``space`` to leave and end; waits until it has, at most ``timeout``.
+    #[pyo3(signature = (space, timeout = 10.0))]
+    fn detach(&self, py: Python<'_>, space: &str, timeout: f64) -> PyResult<()> {
+        let t = duration(py, "timeout", timeout)?;
+        py.detach(|| self.c.detach(space, t))
+            .map_err(|e| cluster_error(py, e))
+    }
+
+    /// Waits until another member tells this space to detach (Ctrl-C ends the wait).
+    fn wait_detached(&self, py: Python<'_>) -> PyResult<()> {
+        while !self.c.detach_asked() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(50)));
+            py.check_signals()?;
+        }
+        Ok(())
     }
 
     /// Leaves the cluster: the others handle this space as gone. Also at the end of a
@@ -615,6 +647,44 @@ impl PyBarrier {
     }
 }
 
+/// A host's node agent: starts address spaces for the application's clusters when they
+/// attach one (what ``stampede node`` runs).
+#[pyclass(module = "stampede.cluster", name = "NodeAgent", frozen)]
+pub(crate) struct PyNodeAgent {
+    a: StdMutex<Option<cl::NodeAgent>>,
+}
+
+#[pymethods]
+impl PyNodeAgent {
+    /// Serves ``space``'s application as host ``host``'s agent; the spaces it starts connect
+    /// to ``connect``.
+    #[staticmethod]
+    fn start(
+        py: Python<'_>,
+        space: &Bound<'_, Space>,
+        host: &str,
+        connect: Vec<String>,
+    ) -> PyResult<PyNodeAgent> {
+        let s = space.get().get(py)?;
+        let a = py
+            .detach(|| cl::NodeAgent::start(&s, host, connect))
+            .map_err(|e| cluster_error(py, e))?;
+        Ok(PyNodeAgent {
+            a: StdMutex::new(Some(a)),
+        })
+    }
+    /// The processes it started that still run.
+    fn running(&self) -> usize {
+        lock(&self.a).as_ref().map_or(0, |a| a.running())
+    }
+    /// Stops serving (the processes it started run on).
+    fn stop(&self) {
+        if let Some(a) = lock(&self.a).take() {
+            a.stop();
+        }
+    }
+}
+
 /// The tasks every member of ``space``'s cluster runs, by space: ``(space, error or None,
 /// [(id, task, cancelling, seconds running)])``.
 #[pyfunction]
@@ -654,6 +724,7 @@ pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySemaphore>()?;
     m.add_class::<PyBarrier>()?;
     m.add_class::<PySegment>()?;
+    m.add_class::<PyNodeAgent>()?;
     m.add_function(wrap_pyfunction!(list_tasks, m)?)?;
     Ok(())
 }
