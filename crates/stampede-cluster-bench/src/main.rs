@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use clap::Parser;
 use serde_json::{json, Value};
-use stampede_cluster::{Cluster, ClusterOptions, Placement, Registry, TaskContext, TaskError};
+use stampede_cluster::{
+    Cluster, ClusterOptions, NodeAgent, Placement, Registry, TaskContext, TaskError,
+};
 use stampede_net::{Config, Space};
 use stampede_net_bench::zenoh_config;
 use zenoh::Wait;
@@ -80,9 +82,21 @@ fn waiter(ctx: &TaskContext, args: Bytes) -> Result<Bytes, TaskError> {
     Ok(Bytes::new())
 }
 
+/// Touches segments `<prefix>0..<prefix>k` first, so this space is their home.
+fn touch(ctx: &TaskContext, args: Bytes) -> Result<Bytes, TaskError> {
+    let w = words(&args);
+    for i in 0..w[1].parse::<usize>()? {
+        let s = ctx.cluster().segment(&format!("{}{i}", w[0]), 4096)?;
+        s.write(0, &[1])?;
+        s.release()?;
+    }
+    Ok(Bytes::new())
+}
+
 fn registry() -> Registry {
     Registry::new()
         .task("empty", |_, _| Ok(Bytes::new()))
+        .task("touch", touch)
         .task("make", make)
         .task("barrier", barrier)
         .task("waiter", waiter)
@@ -205,6 +219,11 @@ fn timed(f: impl FnOnce()) -> Duration {
 
 fn main() {
     stampede_net::size_zenoh_runtime_in_main();
+    // Started by the node agent of the attach rows.
+    if let Some(w) = stampede_cluster::Worker::from_env() {
+        w.run(registry(), opts()).expect("an attached space");
+        return;
+    }
     if let Ok(role) = std::env::var(ROLE) {
         worker(&role);
         return;
@@ -564,16 +583,144 @@ fn main() {
         );
     }
 
+    // Segments: first touch here (this space becomes the home), and of one homed in worker
+    // 1 (found, confirmed and fetched).
+    let mut k = 0;
+    let seg_local = measure(repeats, ops.min(100), || {
+        k += 1;
+        timed(|| {
+            let s = c.segment(&format!("seg{k}"), 4096).expect("a segment");
+            s.write(0, &[1]).expect("written");
+        })
+    });
+    row(
+        &mut rows,
+        "cluster_segment_first_touch_local_us",
+        "segment first touch, local (becomes its home)",
+        seg_local,
+        Some(159.0),
+        None,
+    );
+    c.spawn(
+        "touch",
+        format!("farseg {n_first}").into_bytes(),
+        Placement::On(w1.clone()),
+    )
+    .expect("spawn")
+    .join()
+    .expect("segments touched in worker 1");
+    let mut k = 0;
+    let seg_remote = measure(repeats, ops.min(100), || {
+        k += 1;
+        timed(|| {
+            let s = c
+                .segment(&format!("farseg{}", k - 1), 4096)
+                .expect("a segment");
+            let mut b = [0u8; 1];
+            s.read(0, &mut b).expect("read");
+            assert_eq!(b[0], 1);
+        })
+    });
+    row(
+        &mut rows,
+        "cluster_segment_first_touch_remote_us",
+        "segment first touch, remote (4 KiB fetched)",
+        seg_remote,
+        Some(252.0),
+        None,
+    );
+
+    // Attaching and detaching address spaces through a node agent on this host.
+    let agent = NodeAgent::start(&space, "bench", vec![ep.clone()]).expect("a node agent");
+    let exe = std::env::current_exe()
+        .expect("this binary")
+        .to_string_lossy()
+        .into_owned();
+    let mut attach_ms = Vec::new();
+    let mut detach_ms = Vec::new();
+    for _ in 0..repeats {
+        let t0 = Instant::now();
+        let id = c
+            .attach(std::slice::from_ref(&exe), Duration::from_secs(30))
+            .expect("attached");
+        attach_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        c.spawn("empty", Bytes::new(), Placement::On(id.clone()))
+            .expect("spawn")
+            .join()
+            .expect("a task on the attached space");
+        let t0 = Instant::now();
+        c.detach(&id, Duration::from_secs(30)).expect("detached");
+        detach_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    let attach = median(attach_ms.clone());
+    let detach = median(detach_ms.clone());
+    println!(
+        "{:<60} {attach:>9.1} ms  target <= 500 ms  CableS 3690 ms",
+        "attach an address space (Rust)"
+    );
+    println!("{:<60} {detach:>9.1} ms", "detach an address space");
+    rows.push(json!({
+        "metric": "cluster_attach_ms",
+        "what": "attach an address space (Rust, this binary), until it is a member",
+        "stampede": attach,
+        "unit": "ms",
+        "cables_ms": 3690.0,
+        "target": "<= 500 ms",
+        "met": attach <= 500.0,
+        "repeats": attach_ms,
+    }));
+    rows.push(json!({
+        "metric": "cluster_detach_ms",
+        "what": "detach an address space, until its membership is gone",
+        "stampede": detach,
+        "unit": "ms",
+        "repeats": detach_ms,
+    }));
+    // Python's, when the project's environment is there (numpy and the package import).
+    let python = std::path::Path::new(".venv/bin/python");
+    if python.exists() {
+        let mut py_ms = Vec::new();
+        for _ in 0..3 {
+            let t0 = Instant::now();
+            let cmd = [
+                python.to_string_lossy().into_owned(),
+                "-m".into(),
+                "stampede.cluster".into(),
+            ];
+            match c.attach(&cmd, Duration::from_secs(60)) {
+                Ok(id) => {
+                    py_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+                    let _ = c.detach(&id, Duration::from_secs(30));
+                }
+                Err(e) => {
+                    println!("attach a Python address space: {e}");
+                    break;
+                }
+            }
+        }
+        if !py_ms.is_empty() {
+            let m = median(py_ms.clone());
+            println!("{:<60} {m:>9.1} ms", "attach an address space (Python)");
+            rows.push(json!({
+                "metric": "cluster_attach_python_ms",
+                "what": "attach a Python address space (python -m stampede.cluster)",
+                "stampede": m,
+                "unit": "ms",
+                "repeats": py_ms,
+            }));
+        }
+    }
+    let t0 = Instant::now();
+    while agent.running() > 0 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    agent.stop();
+
     let stats = c.stats();
     println!(
         "cluster: {} tasks spawned from here, {} malformed messages, {} late answers",
         stats.spawned, stats.malformed, stats.unclaimed
     );
-    rows.push(json!({
-        "metric": "cluster_not_built",
-        "rows": ["attach address space", "detach address space", "segment first touch (local, remote)"],
-        "why": "the node agent and global memory segments are the next stages of this layer",
-    }));
     drop(workers);
     c.stop();
     space.leave();
