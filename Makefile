@@ -81,6 +81,12 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-tune
 	@$(MAKE) --no-print-directory bench-cluster
 
+# The CableS pthreads programs (PN, PC, PIPE, SPMD) on cluster threads across three
+# address spaces attached through a node agent, with the calls each made and their mean cost.
+.PHONY: cluster-apps
+cluster-apps:
+	$(CARGO) run --release -p stampede-cluster --example cables -- all --spaces 3
+
 # Cluster threads across four processes on loopback: CableS' basic-event table against
 # Zenoh's own query round trip measured in the same run (bench-results/cluster.json).
 .PHONY: bench-cluster

@@ -91,10 +91,13 @@ impl Barrier {
     /// [`ClusterError::Barrier`] when a member left or died (or the timeout passed); the
     /// barrier cannot be used after a failure.
     pub fn wait(&self) -> Result<(), ClusterError> {
+        let sh = &self.cluster.sh;
+        let started = std::time::Instant::now();
         // Release consistency: writes to segments before the barrier are seen after it.
-        segment::release_all(&self.cluster.sh)?;
-        self.member.barrier()?;
-        segment::acquire_all(&self.cluster.sh);
-        Ok(())
+        let r = segment::release_all(sh)
+            .and_then(|()| self.member.barrier().map_err(ClusterError::from))
+            .map(|()| segment::acquire_all(sh));
+        sh.counters.timed(crate::ClusterOp::Barrier, started);
+        r
     }
 }

@@ -7,7 +7,7 @@ use stampede_net::Space;
 
 use crate::error::ClusterError;
 use crate::serve::{handle, listed, watch};
-use crate::shared::{lock, member_name, Cluster, ClusterOptions, Registry, Shared};
+use crate::shared::{lock, member_name, Cluster, ClusterOp, ClusterOptions, Registry, Shared};
 use crate::wire::{decode_list, Msg, SERVICE};
 
 /// A task as [`Cluster::tasks`] and [`list_tasks`] report it.
@@ -121,16 +121,7 @@ impl Cluster {
     /// What this space's cluster did: tasks spawned from here, tasks run here, malformed
     /// messages received and answers that arrived after their request gave up.
     pub fn stats(&self) -> ClusterStats {
-        let c = &self.sh.counters;
-        ClusterStats {
-            spawned: c.spawned.load(Ordering::Relaxed),
-            ran: c.ran.load(Ordering::Relaxed),
-            running: lock(&self.sh.running).len() as u64,
-            malformed: c.malformed.load(Ordering::Relaxed),
-            unclaimed: c.unclaimed.load(Ordering::Relaxed),
-            attached: c.attached.load(Ordering::Relaxed),
-            detached: c.detached.load(Ordering::Relaxed),
-        }
+        self.sh.stats()
     }
 
     /// Leaves the cluster: this space stops serving it and its membership goes from the
@@ -152,9 +143,78 @@ pub struct ClusterStats {
     pub unclaimed: u64,
     pub attached: u64,
     pub detached: u64,
+    op_calls: [u64; 10],
+    op_nanos: [u64; 10],
+}
+
+impl ClusterStats {
+    /// The counters in one list, the order of [`from_counters`](Self::from_counters).
+    fn to_counters(self) -> Vec<u64> {
+        let mut v = vec![
+            self.spawned,
+            self.ran,
+            self.running,
+            self.malformed,
+            self.unclaimed,
+            self.attached,
+            self.detached,
+        ];
+        v.extend(self.op_calls);
+        v.extend(self.op_nanos);
+        v
+    }
+
+    fn from_counters(v: &[u64]) -> Result<ClusterStats, String> {
+        if v.len() != 7 + 2 * 10 {
+            return Err(format!("{} counters, not {}", v.len(), 7 + 2 * 10));
+        }
+        Ok(ClusterStats {
+            spawned: v[0],
+            ran: v[1],
+            running: v[2],
+            malformed: v[3],
+            unclaimed: v[4],
+            attached: v[5],
+            detached: v[6],
+            op_calls: v[7..17].try_into().expect("ten"),
+            op_nanos: v[17..27].try_into().expect("ten"),
+        })
+    }
+
+    /// How many calls of `op` this space made, and their total time (waits included).
+    pub fn op(&self, op: ClusterOp) -> (u64, std::time::Duration) {
+        let i = ClusterOp::ALL
+            .iter()
+            .position(|&o| o == op)
+            .expect("every operation is in ALL");
+        (
+            self.op_calls[i],
+            std::time::Duration::from_nanos(self.op_nanos[i]),
+        )
+    }
 }
 
 impl Shared {
+    pub(crate) fn stats(&self) -> ClusterStats {
+        let c = &self.counters;
+        ClusterStats {
+            spawned: c.spawned.load(Ordering::Relaxed),
+            ran: c.ran.load(Ordering::Relaxed),
+            running: lock(&self.running).len() as u64,
+            malformed: c.malformed.load(Ordering::Relaxed),
+            unclaimed: c.unclaimed.load(Ordering::Relaxed),
+            attached: c.attached.load(Ordering::Relaxed),
+            detached: c.detached.load(Ordering::Relaxed),
+            op_calls: std::array::from_fn(|i| c.op_calls[i].load(Ordering::Relaxed)),
+            op_nanos: std::array::from_fn(|i| c.op_nanos[i].load(Ordering::Relaxed)),
+        }
+    }
+
+    /// [`Msg::Stats`]'s answer.
+    pub(crate) fn encoded_stats(&self) -> bytes::Bytes {
+        crate::wire::encode_counters(&self.stats().to_counters())
+    }
+
     pub(crate) fn stop(&self) {
         if !self.stopped.swap(true, Ordering::AcqRel) {
             self.space.unserve(SERVICE);
@@ -169,9 +229,26 @@ impl Drop for Shared {
     }
 }
 
-/// The tasks every member of `space`'s application cluster runs, asked of each member
-/// (any space can ask, a member or not: what `stampede threads` shows).
-pub fn list_tasks(space: &Space) -> Vec<SpaceTasks> {
+/// Every member's counters, asked of each (any space can ask, a member or not).
+pub fn cluster_stats(space: &Space) -> Vec<(String, Result<ClusterStats, String>)> {
+    members_of(space)
+        .into_iter()
+        .map(|m| {
+            let answer = space
+                .call(&m, SERVICE, Msg::Stats.encode())
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.wait().map_err(|e| e.to_string()))
+                .and_then(|item| {
+                    crate::wire::decode_counters(item.as_bytes().cloned().unwrap_or_default())
+                })
+                .and_then(|v| ClusterStats::from_counters(&v));
+            (m, answer)
+        })
+        .collect()
+}
+
+/// The cluster's members, from the name server.
+fn members_of(space: &Space) -> Vec<String> {
     let prefix = member_name("");
     let mut members: Vec<String> = space
         .records()
@@ -181,6 +258,12 @@ pub fn list_tasks(space: &Space) -> Vec<SpaceTasks> {
     members.sort();
     members.dedup();
     members
+}
+
+/// The tasks every member of `space`'s application cluster runs, asked of each member
+/// (any space can ask, a member or not: what `stampede threads` shows).
+pub fn list_tasks(space: &Space) -> Vec<SpaceTasks> {
+    members_of(space)
         .into_iter()
         .map(|m| {
             let answer = space

@@ -41,13 +41,13 @@ mod waits;
 mod wire;
 
 pub use barrier::Barrier;
-pub use cluster::{list_tasks, ClusterStats, SpaceTasks, TaskInfo};
+pub use cluster::{cluster_stats, list_tasks, ClusterStats, SpaceTasks, TaskInfo};
 pub use error::{ClusterError, TaskError};
 pub use node::{NodeAgent, Worker, ENV_APP, ENV_CONNECT, ENV_TOKEN};
 pub use segment::Segment;
 pub use shared::{
-    AttachPolicy, Cancellation, Cluster, ClusterOptions, Registry, Resolver, TaskBody, TaskContext,
-    ThreadId,
+    AttachPolicy, Cancellation, Cluster, ClusterOp, ClusterOptions, Registry, Resolver, TaskBody,
+    TaskContext, ThreadId,
 };
 pub use sync::{Condition, LockError, Mutex, MutexGuard, Semaphore};
 pub use thread::{JoinHandle, Placement};

@@ -111,6 +111,7 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             Ok(Item::from(encode_rank(rank)))
         }
         Msg::List => Ok(Item::from(encode_list(&listed(sh)))),
+        Msg::Stats => Ok(Item::from(sh.encoded_stats())),
         Msg::Detach => {
             sh.detach.ask();
             none()

@@ -283,9 +283,77 @@ pub(crate) struct Pending {
     pub home: String,
 }
 
+/// The operations whose calls and times are counted (CableS' Table 5 columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClusterOp {
+    /// A spawn (`pthread_create`).
+    Create,
+    /// A join, waiting included.
+    Join,
+    /// A mutex lock, waiting included.
+    Lock,
+    /// A mutex unlock.
+    Unlock,
+    /// A condition wait, the wake-up and the relock included.
+    Wait,
+    /// A condition signal.
+    Signal,
+    /// A condition broadcast.
+    Broadcast,
+    /// A semaphore wait, waiting included.
+    SemWait,
+    /// A semaphore post.
+    Post,
+    /// A barrier wait.
+    Barrier,
+}
+
+impl ClusterOp {
+    /// Every operation, in the order of the counters.
+    pub const ALL: [ClusterOp; 10] = [
+        ClusterOp::Create,
+        ClusterOp::Join,
+        ClusterOp::Lock,
+        ClusterOp::Unlock,
+        ClusterOp::Wait,
+        ClusterOp::Signal,
+        ClusterOp::Broadcast,
+        ClusterOp::SemWait,
+        ClusterOp::Post,
+        ClusterOp::Barrier,
+    ];
+
+    /// A short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterOp::Create => "create",
+            ClusterOp::Join => "join",
+            ClusterOp::Lock => "lock",
+            ClusterOp::Unlock => "unlock",
+            ClusterOp::Wait => "wait",
+            ClusterOp::Signal => "signal",
+            ClusterOp::Broadcast => "broadcast",
+            ClusterOp::SemWait => "sem_wait",
+            ClusterOp::Post => "post",
+            ClusterOp::Barrier => "barrier",
+        }
+    }
+
+    fn index(self) -> usize {
+        ClusterOp::ALL
+            .iter()
+            .position(|&o| o == self)
+            .expect("every operation is in ALL")
+    }
+}
+
 /// Counters of what this space's cluster did.
 #[derive(Default)]
 pub(crate) struct Counters {
+    /// Per [`ClusterOp`]: calls made here, and their nanoseconds.
+    pub op_calls: [AtomicU64; 10],
+    pub op_nanos: [AtomicU64; 10],
     pub spawned: AtomicU64,
     pub ran: AtomicU64,
     pub malformed: AtomicU64,
@@ -327,6 +395,15 @@ pub(crate) struct Shared {
     pub detach: crate::waits::Detach,
     /// Spaces this one attached, by when it last gave one a task.
     pub attached: Mutex<HashMap<String, Instant>>,
+}
+
+impl Counters {
+    /// Counts a call of `op` that started at `started`.
+    pub fn timed(&self, op: ClusterOp, started: Instant) {
+        let i = op.index();
+        self.op_calls[i].fetch_add(1, Ordering::Relaxed);
+        self.op_nanos[i].fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::ClusterError;
 use crate::home::{Kind, Waiter};
 use crate::segment;
-use crate::shared::{cancelled_here, lock, Answer, Cluster, Pending, Shared};
+use crate::shared::{cancelled_here, lock, Answer, Cluster, ClusterOp, Pending, Shared};
 use crate::waits::NoAnswer;
 use crate::wire::Msg;
 
@@ -268,8 +268,7 @@ impl Mutex {
     }
 
     fn lock_until(&self, deadline: Option<Instant>) -> Result<MutexGuard, LockError> {
-        let m = &self.inner;
-        let (seq, owner_died) = acquire(&m.cluster.sh, &m.name, &m.home, deadline)?;
+        let (seq, owner_died) = self.acquire_counted(deadline)?;
         let g = MutexGuard {
             mutex: self.clone(),
             seq,
@@ -286,19 +285,24 @@ impl Mutex {
     /// Locks without a guard, for faces that unlock elsewhere: returns the hold's number
     /// for [`unlock_raw`](Mutex::unlock_raw) and whether the previous owner died.
     pub fn lock_raw(&self, timeout: Option<Duration>) -> Result<(u64, bool), ClusterError> {
-        let m = &self.inner;
-        acquire(
-            &m.cluster.sh,
-            &m.name,
-            &m.home,
-            timeout.map(|t| Instant::now() + t),
-        )
+        self.acquire_counted(timeout.map(|t| Instant::now() + t))
     }
 
     /// Releases the hold numbered `hold` (from [`lock_raw`](Mutex::lock_raw)).
     pub fn unlock_raw(&self, hold: u64) -> Result<(), ClusterError> {
         let m = &self.inner;
-        release(&m.cluster.sh, &m.name, &m.home, hold)
+        let started = Instant::now();
+        let r = release(&m.cluster.sh, &m.name, &m.home, hold);
+        m.cluster.sh.counters.timed(ClusterOp::Unlock, started);
+        r
+    }
+
+    fn acquire_counted(&self, deadline: Option<Instant>) -> Result<(u64, bool), ClusterError> {
+        let m = &self.inner;
+        let started = Instant::now();
+        let r = acquire(&m.cluster.sh, &m.name, &m.home, deadline);
+        m.cluster.sh.counters.timed(ClusterOp::Lock, started);
+        r
     }
 }
 
@@ -396,7 +400,21 @@ impl Condition {
         hold: u64,
         deadline: Option<Instant>,
     ) -> Result<(u64, bool, bool), ClusterError> {
+        let started = Instant::now();
+        let r = self.wait_uncounted(mutex, hold, deadline);
+        self.cluster.sh.counters.timed(ClusterOp::Wait, started);
+        r
+    }
+
+    /// The wait, its unlock and relock counted as the wait alone.
+    fn wait_uncounted(
+        &self,
+        mutex: &Mutex,
+        hold: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(u64, bool, bool), ClusterError> {
         let sh = &self.cluster.sh;
+        let m = &mutex.inner;
         let seq = sh.next_seq();
         sh.answers.open(seq);
         // Queued at the home before the mutex is released, so no signal made under the
@@ -431,10 +449,10 @@ impl Condition {
             lock(&sh.pending).remove(&seq);
             sh.answers.close(seq);
             // Released on every failure, as after a wait that failed later.
-            let _ = mutex.unlock_raw(hold);
+            let _ = release(sh, &m.name, &m.home, hold);
             return Err(e);
         }
-        mutex.unlock_raw(hold)?;
+        release(sh, &m.name, &m.home, hold)?;
         let woken = await_answer(sh, &self.name, &self.home, seq, deadline, "condition wait");
         let timed_out = match woken {
             Ok(Answer::Woken) => false,
@@ -443,18 +461,27 @@ impl Condition {
             Err(e) => return Err(e),
         };
         // The mutex again, whatever the wait's end (as pthread_cond_timedwait).
-        let (hold, owner_died) = mutex.lock_raw(None)?;
+        let (hold, owner_died) = acquire(sh, &m.name, &m.home, None)?;
         Ok((hold, owner_died, timed_out))
     }
 
     /// Wakes one waiting task (none waiting: nothing happens).
     pub fn signal(&self) -> Result<(), ClusterError> {
-        self.cluster.sh.signal(&self.name, false)
+        let started = Instant::now();
+        let r = self.cluster.sh.signal(&self.name, false);
+        self.cluster.sh.counters.timed(ClusterOp::Signal, started);
+        r
     }
 
     /// Wakes every waiting task.
     pub fn broadcast(&self) -> Result<(), ClusterError> {
-        self.cluster.sh.signal(&self.name, true)
+        let started = Instant::now();
+        let r = self.cluster.sh.signal(&self.name, true);
+        self.cluster
+            .sh
+            .counters
+            .timed(ClusterOp::Broadcast, started);
+        r
     }
 }
 
@@ -474,23 +501,33 @@ impl Semaphore {
 
     /// Waits until the count is positive and takes one.
     pub fn wait(&self) -> Result<(), ClusterError> {
-        acquire(&self.cluster.sh, &self.name, &self.home, None).map(|_| ())
+        self.wait_until(None)
     }
 
     /// As [`wait`](Semaphore::wait), for at most `timeout`.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<(), ClusterError> {
-        acquire(
-            &self.cluster.sh,
-            &self.name,
-            &self.home,
-            Some(Instant::now() + timeout),
-        )
-        .map(|_| ())
+        self.wait_until(Some(Instant::now() + timeout))
+    }
+
+    fn wait_until(&self, deadline: Option<Instant>) -> Result<(), ClusterError> {
+        let sh = &self.cluster.sh;
+        let started = Instant::now();
+        let r = acquire(sh, &self.name, &self.home, deadline).map(|_| ());
+        sh.counters.timed(ClusterOp::SemWait, started);
+        r
     }
 
     /// Adds one, waking a waiter if there is one (after this space's segment writes are
     /// released).
     pub fn post(&self) -> Result<(), ClusterError> {
+        let sh = &self.cluster.sh;
+        let started = Instant::now();
+        let r = self.post_uncounted();
+        sh.counters.timed(ClusterOp::Post, started);
+        r
+    }
+
+    fn post_uncounted(&self) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
         segment::release_all(sh)?;
         if self.home == sh.id {

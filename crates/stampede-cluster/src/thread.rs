@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::error::ClusterError;
-use crate::shared::{cancelled_here, lock, Cluster, Ended, Placed, Shared, ThreadId};
+use crate::shared::{cancelled_here, lock, Cluster, ClusterOp, Ended, Placed, Shared, ThreadId};
 use crate::waits::NoAnswer;
 use crate::wire::{Msg, Outcome};
 
@@ -57,6 +57,7 @@ impl Cluster {
         vt: i64,
     ) -> Result<JoinHandle, ClusterError> {
         let sh = &self.sh;
+        let started = std::time::Instant::now();
         let space = self.place(&on)?;
         let seq = sh.next_seq();
         sh.ends.open(seq);
@@ -83,6 +84,7 @@ impl Cluster {
             sh.ends.close(seq);
             return Err(e);
         }
+        sh.counters.timed(ClusterOp::Create, started);
         Ok(JoinHandle {
             sh: sh.clone(),
             id: ThreadId {
@@ -207,7 +209,9 @@ impl JoinHandle {
 
     fn wait(&mut self, deadline: Option<Instant>) -> Result<Bytes, ClusterError> {
         let started = Instant::now();
-        match self.sh.ends.wait(self.id.seq, deadline, &cancelled_here) {
+        let ended = self.sh.ends.wait(self.id.seq, deadline, &cancelled_here);
+        self.sh.counters.timed(ClusterOp::Join, started);
+        match ended {
             Ok(ended) => {
                 self.joined = true;
                 self.outcome(ended)

@@ -83,6 +83,8 @@ pub(crate) enum Msg {
     Fetch { segment: String, have: u64 },
     /// Leave the cluster and end (the caller attached this space and it is idle).
     Detach,
+    /// This space's counters (a call: answered with [`encode_counters`]).
+    Stats,
     /// One release's writes to segment `segment`, applied at once (a call: answered with
     /// the new version, eight bytes).
     Store {
@@ -110,6 +112,7 @@ const CLAIM: u8 = 16;
 const FETCH: u8 = 17;
 const STORE: u8 = 18;
 const DETACH: u8 = 19;
+const STATS: u8 = 20;
 
 struct Writer(BytesMut);
 
@@ -249,6 +252,7 @@ impl Msg {
             Msg::List => Writer::new(LIST).done(),
             Msg::Claim { object, kind } => Writer::new(CLAIM).str(object).u8(*kind).done(),
             Msg::Detach => Writer::new(DETACH).done(),
+            Msg::Stats => Writer::new(STATS).done(),
             Msg::Fetch { segment, have } => Writer::new(FETCH).str(segment).u64(*have).done(),
             Msg::Store { segment, writes } => {
                 let mut w = Writer::new(STORE).str(segment).u32(writes.len() as u32);
@@ -330,6 +334,7 @@ impl Msg {
                 kind: r.u8()?,
             },
             DETACH => Msg::Detach,
+            STATS => Msg::Stats,
             FETCH => Msg::Fetch {
                 segment: r.str()?,
                 have: r.u64()?,
@@ -406,6 +411,28 @@ pub(crate) fn decode_fetched(b: Bytes) -> Result<(u64, Option<Bytes>), String> {
     Ok((version, data))
 }
 
+/// The answer to [`Msg::Stats`]: counters as little-endian `u64`s.
+pub(crate) fn encode_counters(v: &[u64]) -> Bytes {
+    let mut w = Writer::new(STATS).u32(v.len() as u32);
+    for x in v {
+        w = w.u64(*x);
+    }
+    w.done()
+}
+
+pub(crate) fn decode_counters(b: Bytes) -> Result<Vec<u64>, String> {
+    let mut r = Reader { b, at: 0 };
+    if r.u8()? != STATS {
+        return Err("not counters".into());
+    }
+    let n = r.u32()? as usize;
+    let v = (0..n.min(4096))
+        .map(|_| r.u64())
+        .collect::<Result<Vec<_>, _>>()?;
+    r.end()?;
+    Ok(v)
+}
+
 /// The answer to [`Msg::Rank`].
 pub(crate) fn encode_rank(rank: u32) -> Bytes {
     Bytes::copy_from_slice(&rank.to_le_bytes())
@@ -473,6 +500,7 @@ mod tests {
             (text(), any::<u32>()).prop_map(|(barrier, size)| Msg::Rank { barrier, size }),
             Just(Msg::List),
             Just(Msg::Detach),
+            Just(Msg::Stats),
             (text(), any::<u8>()).prop_map(|(object, kind)| Msg::Claim { object, kind }),
             (text(), any::<u64>()).prop_map(|(segment, have)| Msg::Fetch { segment, have }),
             (

@@ -212,6 +212,11 @@ fn a_mutex_excludes_tasks_of_every_space() {
         t.join().unwrap();
     }
     assert_eq!(entered.load(Ordering::SeqCst), 150);
+    for (_, c) in &spaces {
+        let stats = c.stats();
+        assert_eq!(stats.op(stampede_cluster::ClusterOp::Lock).0, 50);
+        assert_eq!(stats.op(stampede_cluster::ClusterOp::Unlock).0, 50);
+    }
     // One home for all, and a timed lock gives up while another holds it.
     let m0 = spaces[0].1.mutex("m").unwrap();
     let m2 = spaces[2].1.mutex("m").unwrap();
