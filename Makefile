@@ -84,8 +84,9 @@ bench: python java
 # The CableS pthreads programs (PN, PC, PIPE, SPMD) on cluster threads across three
 # address spaces attached through a node agent, with the calls each made and their mean cost.
 .PHONY: cluster-apps
-cluster-apps:
+cluster-apps: python
 	$(CARGO) run --release -p stampede-cluster --example cables -- all --spaces 3
+	$(PY) apps/cables.py --spaces 3
 
 # Cluster threads across four processes on loopback: CableS' basic-event table against
 # Zenoh's own query round trip measured in the same run (bench-results/cluster.json).

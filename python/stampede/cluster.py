@@ -35,6 +35,7 @@ from ._stampede import (
     Segment,
     Semaphore,
     TaskContext,
+    cluster_stats,
     list_tasks,
 )
 from .errors import (
@@ -64,6 +65,7 @@ __all__ = [
     "TaskContext",
     "TaskFailed",
     "UnknownTask",
+    "cluster_stats",
     "list_tasks",
     "serve_attached",
 ]

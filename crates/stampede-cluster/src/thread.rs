@@ -207,9 +207,28 @@ impl JoinHandle {
         self.wait(Some(Instant::now() + timeout))
     }
 
+    /// As [`join_timeout`](JoinHandle::join_timeout) (`None`: no limit), also giving up
+    /// with [`ClusterError::Cancelled`] once `stop` says so (checked every 50 ms): for
+    /// faces that watch for interrupts while they wait.
+    pub fn join_until(
+        &mut self,
+        timeout: Option<Duration>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Bytes, ClusterError> {
+        self.wait_with(timeout.map(|t| Instant::now() + t), stop)
+    }
+
     fn wait(&mut self, deadline: Option<Instant>) -> Result<Bytes, ClusterError> {
+        self.wait_with(deadline, &cancelled_here)
+    }
+
+    fn wait_with(
+        &mut self,
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Bytes, ClusterError> {
         let started = Instant::now();
-        let ended = self.sh.ends.wait(self.id.seq, deadline, &cancelled_here);
+        let ended = self.sh.ends.wait(self.id.seq, deadline, stop);
         self.sh.counters.timed(ClusterOp::Join, started);
         match ended {
             Ok(ended) => {

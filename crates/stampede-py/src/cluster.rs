@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::thread::ThreadId;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
@@ -283,6 +283,12 @@ impl PyCluster {
         Ok(PySegment { s })
     }
 
+    /// Calls this space made of each operation and their total seconds (waits included):
+    /// ``{"create": (calls, seconds), "lock": ..., ...}``.
+    fn stats(&self) -> HashMap<&'static str, (u64, f64)> {
+        op_table(&self.c.stats())
+    }
+
     /// The tasks this space runs: ``(id, task, cancelling, seconds running)``.
     fn tasks(&self) -> Vec<(String, String, bool, f64)> {
         self.c
@@ -375,38 +381,31 @@ impl PyJoinHandle {
     #[pyo3(signature = (timeout = None))]
     fn join(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyBytes>> {
         let limit = self::timeout(py, timeout)?;
-        let started = Instant::now();
-        loop {
-            // In slices, so Ctrl-C is seen.
-            let slice = match limit {
-                Some(l) => l
-                    .saturating_sub(started.elapsed())
-                    .min(Duration::from_millis(100)),
-                None => Duration::from_millis(100),
+        // Ctrl-C ends the wait: the GIL is taken briefly every 50 ms to look.
+        let interrupted = || Python::attach(|py| py.check_signals().is_err());
+        let r = py.detach(|| {
+            let mut g = lock(&self.h);
+            let Some(h) = g.as_mut() else {
+                return Err(cl::ClusterError::InvalidArgument("joined already".into()));
             };
-            let r = py.detach(|| {
-                let mut g = lock(&self.h);
-                let Some(h) = g.as_mut() else {
-                    return Err(cl::ClusterError::InvalidArgument("joined already".into()));
-                };
-                h.join_timeout(slice)
-            });
-            match r {
-                Ok(b) => {
+            h.join_until(limit, &interrupted)
+        });
+        match r {
+            Ok(b) => {
+                lock(&self.h).take();
+                Ok(PyBytes::new(py, &b).unbind())
+            }
+            Err(cl::ClusterError::Cancelled) => {
+                // An interrupt raises itself; a task's own cancellation is reported.
+                py.check_signals()?;
+                lock(&self.h).take();
+                Err(cluster_error(py, cl::ClusterError::Cancelled))
+            }
+            Err(e) => {
+                if !matches!(e, cl::ClusterError::Timeout { .. }) {
                     lock(&self.h).take();
-                    return Ok(PyBytes::new(py, &b).unbind());
                 }
-                Err(cl::ClusterError::Timeout { .. })
-                    if limit.map_or(true, |l| started.elapsed() < l) =>
-                {
-                    py.check_signals()?;
-                }
-                Err(e) => {
-                    if !matches!(e, cl::ClusterError::Timeout { .. }) {
-                        lock(&self.h).take();
-                    }
-                    return Err(cluster_error(py, e));
-                }
+                Err(cluster_error(py, e))
             }
         }
     }
@@ -685,6 +684,32 @@ impl PyNodeAgent {
     }
 }
 
+fn op_table(s: &cl::ClusterStats) -> HashMap<&'static str, (u64, f64)> {
+    cl::ClusterOp::ALL
+        .iter()
+        .map(|&o| {
+            let (n, d) = s.op(o);
+            (o.name(), (n, d.as_secs_f64()))
+        })
+        .collect()
+}
+
+/// Every member's operation counts (as ``Cluster.stats``), by space; a member that did not
+/// answer maps to ``None``.
+#[pyfunction]
+#[allow(clippy::type_complexity)] // the Python shape
+fn cluster_stats(
+    py: Python<'_>,
+    space: &Bound<'_, Space>,
+) -> PyResult<HashMap<String, Option<HashMap<&'static str, (u64, f64)>>>> {
+    let s = space.get().get(py)?;
+    Ok(py
+        .detach(|| cl::cluster_stats(&s))
+        .into_iter()
+        .map(|(m, st)| (m, st.ok().map(|st| op_table(&st))))
+        .collect())
+}
+
 /// The tasks every member of ``space``'s cluster runs, by space: ``(space, error or None,
 /// [(id, task, cancelling, seconds running)])``.
 #[pyfunction]
@@ -726,5 +751,6 @@ pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySegment>()?;
     m.add_class::<PyNodeAgent>()?;
     m.add_function(wrap_pyfunction!(list_tasks, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_stats, m)?)?;
     Ok(())
 }
