@@ -24,7 +24,8 @@ pub struct Barrier {
 impl Cluster {
     /// Joins barrier `name` of `size` members (made if no space has made it), taking the
     /// next free place. The first wait waits for the others to join, up to the cluster's
-    /// timeout (30 s without one).
+    /// timeout (30 s without one). Once all `size` places are taken, the next `size`
+    /// joiners form a new group under the same name (a barrier made again per phase).
     pub fn barrier(&self, name: &str, size: usize) -> Result<Barrier, ClusterError> {
         let sh = &self.sh;
         if size == 0 || size > u16::MAX as usize {
@@ -33,7 +34,7 @@ impl Cluster {
             )));
         }
         let home = sh.home(name, Kind::Barrier, size as u64)?;
-        let rank = if home == sh.id {
+        let place = if home == sh.id {
             lock(&sh.homes)
                 .rank(name, size as u32)
                 .map_err(ClusterError::InvalidArgument)?
@@ -58,10 +59,11 @@ impl Cluster {
         if let Some(t) = sh.opts.timeout {
             opts = opts.join_timeout(t);
         }
+        let (generation, rank) = (place as usize / size, place as usize % size);
         let member = Member::join(
             &sh.space,
-            &format!("cluster/{name}"),
-            rank as usize,
+            &format!("cluster/{name}/{generation}"),
+            rank,
             size,
             opts,
         )?;
@@ -93,10 +95,16 @@ impl Barrier {
     pub fn wait(&self) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
         let started = std::time::Instant::now();
-        // Release consistency: writes to segments before the barrier are seen after it.
-        let r = segment::release_all(sh)
-            .and_then(|()| self.member.barrier().map_err(ClusterError::from))
-            .map(|()| segment::acquire_all(sh));
+        // Release consistency: writes to segments before the barrier are seen after it. The
+        // barrier is entered even when a release failed (the others would wait for ever);
+        // the failure is reported.
+        let released = segment::release_all(sh);
+        let r = self
+            .member
+            .barrier()
+            .map_err(ClusterError::from)
+            .map(|()| segment::acquire_all(sh))
+            .and(released);
         sh.counters.timed(crate::ClusterOp::Barrier, started);
         r
     }

@@ -219,6 +219,10 @@ impl Shared {
         if !self.stopped.swap(true, Ordering::AcqRel) {
             self.space.unserve(SERVICE);
             self.space.unregister(&member_name(&self.id));
+            // The objects homed here go with it: others make them afresh elsewhere.
+            for name in lock(&self.claimed).keys() {
+                self.space.unregister(&crate::shared::object_name(name));
+            }
         }
     }
 }

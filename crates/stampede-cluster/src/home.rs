@@ -64,7 +64,10 @@ enum Object {
     Mutex {
         holder: Option<Waiter>,
         queue: VecDeque<Waiter>,
+        /// The next grant tells its holder the previous owner died.
         owner_died: bool,
+        /// The holder was told so (given back if its grant comes back unclaimed).
+        holder_told: bool,
     },
     Condition {
         queue: VecDeque<Waiter>,
@@ -122,6 +125,7 @@ impl Homes {
                 holder: None,
                 queue: VecDeque::new(),
                 owner_died: false,
+                holder_told: false,
             },
             Kind::Condition => Object::Condition {
                 queue: VecDeque::new(),
@@ -150,10 +154,12 @@ impl Homes {
                 holder,
                 queue,
                 owner_died,
+                holder_told,
             }) => {
                 if holder.is_none() {
                     *holder = Some(w.clone());
                     let died = std::mem::take(owner_died);
+                    *holder_told = died;
                     vec![Action::Grant {
                         to: w,
                         owner_died: died,
@@ -179,11 +185,21 @@ impl Homes {
         }
     }
 
+    /// Whether `w` holds mutex `name`.
+    pub fn holds(&self, name: &str, w: &Waiter) -> bool {
+        matches!(self.objects.get(name), Some(Object::Mutex { holder: Some(h), .. }) if h == w)
+    }
+
     /// The holder granted by `w` releases mutex `name`.
     pub fn unlock(&mut self, name: &str, w: &Waiter) -> Vec<Action> {
         match self.objects.get_mut(name) {
-            Some(Object::Mutex { holder, .. }) if holder.as_ref() == Some(w) => {
+            Some(Object::Mutex {
+                holder,
+                holder_told,
+                ..
+            }) if holder.as_ref() == Some(w) => {
                 *holder = None;
+                *holder_told = false;
                 self.hand_on(name)
             }
             // Not held by `w`: the sender checked it held the mutex, so this is a release
@@ -195,10 +211,17 @@ impl Homes {
     /// `w` gave up waiting for `name`: forgotten if queued, released if granted meanwhile.
     pub fn withdraw(&mut self, name: &str, w: &Waiter) -> Vec<Action> {
         match self.objects.get_mut(name) {
-            Some(Object::Mutex { holder, queue, .. }) => {
+            Some(Object::Mutex {
+                holder,
+                queue,
+                owner_died,
+                holder_told,
+            }) => {
                 queue.retain(|q| q != w);
                 if holder.as_ref() == Some(w) {
+                    // Its grant was never taken: a death it carried goes to the next.
                     *holder = None;
+                    *owner_died |= std::mem::take(holder_told);
                     return self.hand_on(name);
                 }
                 Vec::new()
@@ -263,16 +286,18 @@ impl Homes {
     }
 
     /// The next rank of barrier `name`, for a barrier of `size` members.
+    /// The next place of barrier `name` of `size` members: place `k` is rank `k % size` of
+    /// generation `k / size`, so once all places of one group are taken the next joiners
+    /// form a new group (a barrier made again per phase, or after a failure).
     pub fn rank(&mut self, name: &str, size: u32) -> Result<u32, String> {
         match self.objects.get_mut(name) {
             Some(Object::Barrier { size: s, next }) => {
                 if *s != size {
                     return Err(format!("barrier {name:?} has {s} members, not {size}"));
                 }
-                if *next >= *s {
-                    return Err(format!("barrier {name:?} has all its {s} members"));
-                }
-                *next += 1;
+                *next = next
+                    .checked_add(1)
+                    .ok_or_else(|| format!("barrier {name:?} was joined too often"))?;
                 Ok(*next - 1)
             }
             other => Err(refuse_text(name, other.map(|o| o.kind()), "joined")),
@@ -328,10 +353,12 @@ impl Homes {
                     holder,
                     queue,
                     owner_died,
+                    holder_told,
                 } => {
                     queue.retain(|w| w.space != space);
                     if holder.as_ref().is_some_and(|h| h.space == space) {
                         *holder = None;
+                        *holder_told = false;
                         *owner_died = true;
                         freed.push(name.clone());
                     }
@@ -358,12 +385,14 @@ impl Homes {
             holder,
             queue,
             owner_died,
+            holder_told,
         }) = self.objects.get_mut(name)
         {
             if holder.is_none() {
                 if let Some(w) = queue.pop_front() {
                     *holder = Some(w.clone());
                     let died = std::mem::take(owner_died);
+                    *holder_told = died;
                     return vec![Action::Grant {
                         to: w,
                         owner_died: died,
@@ -472,6 +501,24 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_death_carried_by_a_grant_that_came_back_goes_to_the_next_holder() {
+        let mut h = Homes::default();
+        h.create("m", Kind::Mutex, 0).unwrap();
+        h.lock("m", w("a", 1));
+        h.lock("m", w("b", 1));
+        h.lock("m", w("c", 1));
+        h.space_left("a");
+        // b was told, but had given up as the grant travelled.
+        assert_eq!(
+            h.withdraw("m", &w("b", 1)),
+            vec![Action::Grant {
+                to: w("c", 1),
+                owner_died: true
+            }]
+        );
+    }
+
+    #[test]
     fn a_withdrawn_grant_is_passed_on() {
         let mut h = Homes::default();
         h.create("m", Kind::Mutex, 0).unwrap();
@@ -556,13 +603,13 @@ mod tests {
     }
 
     #[test]
-    fn barrier_ranks_are_handed_out_once() {
+    fn barrier_places_are_handed_out_in_groups() {
         let mut h = Homes::default();
         h.create("b", Kind::Barrier, 2).unwrap();
         assert_eq!(h.rank("b", 2), Ok(0));
         assert!(h.rank("b", 3).is_err());
         assert_eq!(h.rank("b", 2), Ok(1));
-        assert!(h.rank("b", 2).is_err());
+        assert_eq!(h.rank("b", 2), Ok(2), "the first place of the next group");
     }
 
     #[derive(Clone, Debug)]

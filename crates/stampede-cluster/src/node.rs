@@ -58,14 +58,16 @@ fn decode_attach(b: &[u8]) -> Result<AttachRequest, String> {
     let mut at = 0usize;
     let mut s = || -> Result<String, String> {
         let n = b
-            .get(at..at + 4)
+            .get(at..at.checked_add(4).ok_or("too long")?)
             .ok_or("an attach request cut short")?
             .try_into()
             .map(u32::from_le_bytes)
             .map_err(|_| "four bytes")? as usize;
-        let v = b
-            .get(at + 4..at + 4 + n)
-            .ok_or("an attach request cut short")?;
+        let end = at
+            .checked_add(4)
+            .and_then(|a| a.checked_add(n))
+            .ok_or("too long")?;
+        let v = b.get(at + 4..end).ok_or("an attach request cut short")?;
         at += 4 + n;
         String::from_utf8(v.to_vec()).map_err(|_| "not UTF-8".to_string())
     };
@@ -257,6 +259,11 @@ impl Cluster {
     /// membership is gone, up to `timeout`.
     pub fn detach(&self, space: &str, timeout: Duration) -> Result<(), ClusterError> {
         let sh = &self.sh;
+        if space == sh.id {
+            return Err(ClusterError::InvalidArgument(
+                "a space detaches others, not itself (use stop)".into(),
+            ));
+        }
         let started = Instant::now();
         sh.send(space, &Msg::Detach)?;
         lock(&sh.attached).remove(space);

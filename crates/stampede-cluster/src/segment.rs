@@ -181,14 +181,25 @@ fn gone(e: ClusterError, home: &str) -> ClusterError {
     }
 }
 
-/// Releases every segment this space has touched (before a lock lets go).
+/// Releases every segment this space has touched (before a lock lets go), all of them
+/// even when one fails; the first failure is returned. A lost segment's writes are dropped
+/// (its access already reports the loss).
 pub(crate) fn release_all(sh: &Shared) -> Result<(), ClusterError> {
     let all: Vec<Arc<SegmentCache>> = lock(&sh.segments).values().cloned().collect();
+    let mut first = Ok(());
     for c in all {
         let mut st = lock(&c.state);
-        flush(sh, &c, &mut st)?;
+        if st.lost.is_some() {
+            st.dirty.clear();
+            continue;
+        }
+        if let Err(e) = flush(sh, &c, &mut st) {
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
     }
-    Ok(())
+    first
 }
 
 /// Acquires every segment this space has touched (after a lock is granted).
@@ -252,14 +263,27 @@ impl Segment {
         Ok(f(&st.data))
     }
 
-    /// Runs `f` over its bytes to change them: all of them count as written.
+    /// Runs `f` over its bytes to change them; the bytes it changed count as written (found
+    /// by comparing with a copy, so other spaces' releases to other parts are kept).
     pub fn with_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, ClusterError> {
         let sh = &self.cluster.sh;
         let mut st = lock(&self.cache.state);
         ensure(sh, &self.cache, &mut st)?;
+        let before = st.data.clone();
         let r = f(&mut st.data);
-        let n = self.cache.len;
-        st.dirty.push(0..n);
+        let mut i = 0;
+        let n = before.len();
+        while i < n {
+            if st.data[i] == before[i] {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < n && st.data[i] != before[i] {
+                i += 1;
+            }
+            st.dirty.push(start..i);
+        }
         Ok(r)
     }
 

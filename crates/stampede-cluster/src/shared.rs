@@ -416,7 +416,7 @@ pub(crate) fn member_name(id: &str) -> String {
 }
 
 /// The name-server name of object `name`.
-fn object_name(name: &str) -> String {
+pub(crate) fn object_name(name: &str) -> String {
     format!("cluster/object/{name}")
 }
 
@@ -443,7 +443,13 @@ impl Shared {
             space: space.clone(),
             registry,
             opts,
-            next: AtomicU64::new(1),
+            // Numbers differ between starts of a cluster in one space, so a late answer
+            // meant for an earlier start never fills a slot of this one.
+            next: AtomicU64::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64 | 1),
+            ),
             homes: Mutex::new(Homes::default()),
             claimed: Mutex::new(HashMap::new()),
             claiming: Mutex::new(()),
@@ -515,7 +521,9 @@ impl Shared {
             self.counters.unclaimed.fetch_add(1, Ordering::Relaxed);
             match a {
                 Answer::Woken => {
-                    let _ = self.signal(object, false);
+                    if let Ok(home) = self.known_home(object) {
+                        let _ = self.signal(object, &home, false);
+                    }
                 }
                 Answer::Granted { .. } => {
                     let _ = self.give_back(object, seq);
@@ -547,16 +555,15 @@ impl Shared {
         }
     }
 
-    /// Signals condition `object` at its home.
-    pub fn signal(&self, object: &str, all: bool) -> Result<(), ClusterError> {
-        let home = self.known_home(object)?;
+    /// Signals condition `object` at its home `home`.
+    pub fn signal(&self, object: &str, home: &str, all: bool) -> Result<(), ClusterError> {
         if home == self.id {
             let acts = lock(&self.homes).signal(object, all);
             self.apply(object, acts);
             Ok(())
         } else {
             self.send(
-                &home,
+                home,
                 &Msg::Signal {
                     cond: object.to_owned(),
                     all,
@@ -670,10 +677,6 @@ impl Shared {
     /// Runs task `task` for `origin`'s handle `seq` on a thread of its own and reports its
     /// end to `origin`.
     pub fn run(self: &Arc<Self>, origin: String, seq: u64, task: String, args: Bytes, vt: i64) {
-        let Some(body) = self.registry.get(&task) else {
-            self.end(&origin, seq, Outcome::Unknown);
-            return;
-        };
         let id = ThreadId {
             origin: origin.clone(),
             seq,
@@ -692,7 +695,12 @@ impl Shared {
         let started = std::thread::Builder::new()
             .name(format!("cluster {task}"))
             .spawn(move || {
-                let outcome = sh.body(&*body, id.clone(), task, cancel, args, vt);
+                // Found on the task's own thread: a face's resolver (a Python import) may
+                // take long or call the cluster, which the serving thread must not wait for.
+                let outcome = match sh.registry.get(&task) {
+                    Some(body) => sh.body(&*body, id.clone(), task, cancel, args, vt),
+                    None => Outcome::Unknown,
+                };
                 lock(&sh.running).remove(&id);
                 sh.end(&id.origin, id.seq, outcome);
             });

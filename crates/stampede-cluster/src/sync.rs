@@ -89,6 +89,7 @@ fn acquire(
     object: &str,
     home: &str,
     deadline: Option<Instant>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Granted, ClusterError> {
     let seq = sh.next_seq();
     sh.answers.open(seq);
@@ -118,10 +119,10 @@ fn acquire(
         if let Err(e) = sent {
             lock(&sh.pending).remove(&seq);
             sh.answers.close(seq);
-            return Err(e);
+            return Err(lost(e, home));
         }
     }
-    match await_answer(sh, object, home, seq, deadline, "lock")? {
+    match await_answer(sh, object, home, seq, deadline, "lock", stop)? {
         Answer::Granted { owner_died } => {
             // Release consistency: what the previous holder released is seen from here.
             segment::acquire_all(sh);
@@ -139,6 +140,7 @@ fn await_answer(
     seq: u64,
     deadline: Option<Instant>,
     operation: &'static str,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Answer, ClusterError> {
     let started = Instant::now();
     let deadline = match (deadline, sh.opts.timeout) {
@@ -146,10 +148,9 @@ fn await_answer(
         (None, Some(t)) => Some(started + t),
         (None, None) => None,
     };
-    match sh.answers.wait(seq, deadline, &cancelled_here) {
+    match sh.answers.wait(seq, deadline, stop, true) {
         Ok(a) => Ok(a),
         Err(why) => {
-            sh.answers.close(seq);
             lock(&sh.pending).remove(&seq);
             let w = Waiter {
                 space: sh.id.clone(),
@@ -187,18 +188,21 @@ fn unexpected(a: Answer) -> ClusterError {
 }
 
 /// Releases request `seq`'s hold on mutex `object`, after this space's segment writes.
+/// The mutex goes even when releasing a segment failed (holding it would block the
+/// cluster); that failure is reported.
 fn release(sh: &Shared, object: &str, home: &str, seq: u64) -> Result<(), ClusterError> {
-    // A failed release of segments still lets the mutex go: holding it would block the
-    // cluster, and the error is reported.
+    let w = Waiter {
+        space: sh.id.clone(),
+        seq,
+    };
+    if home == sh.id && !lock(&sh.homes).holds(object, &w) {
+        return Err(ClusterError::NotOwner {
+            object: object.to_owned(),
+        });
+    }
     let released = segment::release_all(sh);
     let unlocked = if home == sh.id {
-        let acts = lock(&sh.homes).unlock(
-            object,
-            &Waiter {
-                space: sh.id.clone(),
-                seq,
-            },
-        );
+        let acts = lock(&sh.homes).unlock(object, &w);
         sh.apply(object, acts);
         Ok(())
     } else {
@@ -209,8 +213,19 @@ fn release(sh: &Shared, object: &str, home: &str, seq: u64) -> Result<(), Cluste
                 seq,
             },
         )
+        .map_err(|e| lost(e, home))
     };
     released.and(unlocked)
+}
+
+/// A home that cannot be reached is lost with what it held.
+fn lost(e: ClusterError, home: &str) -> ClusterError {
+    match e {
+        ClusterError::Invoke(stampede_net::InvokeError::Unreachable { .. }) => ClusterError::Lost {
+            space: home.to_owned(),
+        },
+        e => e,
+    }
 }
 
 impl Cluster {
@@ -300,7 +315,7 @@ impl Mutex {
     fn acquire_counted(&self, deadline: Option<Instant>) -> Result<(u64, bool), ClusterError> {
         let m = &self.inner;
         let started = Instant::now();
-        let r = acquire(&m.cluster.sh, &m.name, &m.home, deadline);
+        let r = acquire(&m.cluster.sh, &m.name, &m.home, deadline, &cancelled_here);
         m.cluster.sh.counters.timed(ClusterOp::Lock, started);
         r
     }
@@ -452,23 +467,39 @@ impl Condition {
             let _ = release(sh, &m.name, &m.home, hold);
             return Err(e);
         }
-        release(sh, &m.name, &m.home, hold)?;
-        let woken = await_answer(sh, &self.name, &self.home, seq, deadline, "condition wait");
+        // The mutex goes even when releasing the space's segments failed (`release` lets it
+        // go either way); that failure is reported once the wait is over, so the waiter
+        // queued above is not left behind to swallow a signal.
+        let released = release(sh, &m.name, &m.home, hold);
+        let woken = await_answer(
+            sh,
+            &self.name,
+            &self.home,
+            seq,
+            deadline,
+            "condition wait",
+            &cancelled_here,
+        );
         let timed_out = match woken {
             Ok(Answer::Woken) => false,
             Ok(other) => return Err(unexpected(other)),
             Err(ClusterError::Timeout { .. }) => true,
             Err(e) => return Err(e),
         };
-        // The mutex again, whatever the wait's end (as pthread_cond_timedwait).
-        let (hold, owner_died) = acquire(sh, &m.name, &m.home, None)?;
+        // The mutex again, whatever the wait's end (as pthread_cond_timedwait), even for a
+        // cancelled task (as pthreads reacquires it before cancellation cleanup runs).
+        let (hold, owner_died) = acquire(sh, &m.name, &m.home, None, &|| false)?;
+        if let Err(e) = released {
+            let _ = release(sh, &m.name, &m.home, hold);
+            return Err(e);
+        }
         Ok((hold, owner_died, timed_out))
     }
 
     /// Wakes one waiting task (none waiting: nothing happens).
     pub fn signal(&self) -> Result<(), ClusterError> {
         let started = Instant::now();
-        let r = self.cluster.sh.signal(&self.name, false);
+        let r = self.cluster.sh.signal(&self.name, &self.home, false);
         self.cluster.sh.counters.timed(ClusterOp::Signal, started);
         r
     }
@@ -476,7 +507,7 @@ impl Condition {
     /// Wakes every waiting task.
     pub fn broadcast(&self) -> Result<(), ClusterError> {
         let started = Instant::now();
-        let r = self.cluster.sh.signal(&self.name, true);
+        let r = self.cluster.sh.signal(&self.name, &self.home, true);
         self.cluster
             .sh
             .counters
@@ -512,7 +543,7 @@ impl Semaphore {
     fn wait_until(&self, deadline: Option<Instant>) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
         let started = Instant::now();
-        let r = acquire(sh, &self.name, &self.home, deadline).map(|_| ());
+        let r = acquire(sh, &self.name, &self.home, deadline, &cancelled_here).map(|_| ());
         sh.counters.timed(ClusterOp::SemWait, started);
         r
     }
@@ -529,7 +560,13 @@ impl Semaphore {
 
     fn post_uncounted(&self) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
-        segment::release_all(sh)?;
+        // Posted even when releasing a segment failed (waiters would starve); reported.
+        let released = segment::release_all(sh);
+        released.and(self.post_only())
+    }
+
+    fn post_only(&self) -> Result<(), ClusterError> {
+        let sh = &self.cluster.sh;
         if self.home == sh.id {
             let acts = lock(&sh.homes).post(&self.name);
             sh.apply(&self.name, acts);

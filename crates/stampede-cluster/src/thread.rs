@@ -84,6 +84,11 @@ impl Cluster {
             sh.ends.close(seq);
             return Err(e);
         }
+        // A space that left between the choice and the registration above was handled
+        // without this task: it is lost now.
+        if space != sh.id && !lock(&sh.members).contains(&space) {
+            sh.ended(seq, Ended::Lost(space.clone()));
+        }
         sh.counters.timed(ClusterOp::Create, started);
         Ok(JoinHandle {
             sh: sh.clone(),
@@ -102,6 +107,9 @@ impl Cluster {
     fn place(&self, on: &Placement) -> Result<String, ClusterError> {
         let sh = &self.sh;
         let members = lock(&sh.members).clone();
+        if members.is_empty() {
+            return Err(ClusterError::NoSpace("this space left the cluster".into()));
+        }
         let chosen = match on {
             Placement::Here => return Ok(sh.id.clone()),
             Placement::On(s) => {
@@ -228,7 +236,7 @@ impl JoinHandle {
         stop: &dyn Fn() -> bool,
     ) -> Result<Bytes, ClusterError> {
         let started = Instant::now();
-        let ended = self.sh.ends.wait(self.id.seq, deadline, stop);
+        let ended = self.sh.ends.wait(self.id.seq, deadline, stop, false);
         self.sh.counters.timed(ClusterOp::Join, started);
         match ended {
             Ok(ended) => {

@@ -53,35 +53,55 @@ impl<T> Slots<T> {
     }
 
     /// Waits for slot `seq` until `deadline` (none: for ever), checking `stop` at least
-    /// every 50 ms. The slot is closed when its answer is taken; a caller that gives up
-    /// closes it (or waits again).
+    /// every 50 ms (without the slots' lock, so `stop` may take other locks). The slot is
+    /// closed when its answer is taken; a caller that gives up keeps it open to wait again,
+    /// unless `close` says to close it on giving up, which happens under the lock, so an
+    /// answer is either taken or refused to its sender, never dropped.
     pub fn wait(
         &self,
         seq: u64,
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
+        close: bool,
     ) -> Result<T, NoAnswer> {
         let slice = std::time::Duration::from_millis(50);
-        let mut s = lock(&self.state);
         loop {
-            if let Some(Some(_)) = s.get(&seq) {
-                return Ok(s.remove(&seq).flatten().expect("filled"));
+            {
+                let mut s = lock(&self.state);
+                if let Some(Some(_)) = s.get(&seq) {
+                    return Ok(s.remove(&seq).flatten().expect("filled"));
+                }
+                let wait = match deadline {
+                    Some(d) => match d.checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => left.min(slice),
+                        _ => {
+                            if close {
+                                s.remove(&seq);
+                            }
+                            return Err(NoAnswer::TimedOut);
+                        }
+                    },
+                    None => slice,
+                };
+                s = self
+                    .filled
+                    .wait_timeout(s, wait)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                if let Some(Some(_)) = s.get(&seq) {
+                    return Ok(s.remove(&seq).flatten().expect("filled"));
+                }
             }
             if stop() {
+                let mut s = lock(&self.state);
+                if let Some(Some(_)) = s.get(&seq) {
+                    return Ok(s.remove(&seq).flatten().expect("filled"));
+                }
+                if close {
+                    s.remove(&seq);
+                }
                 return Err(NoAnswer::Stopped);
             }
-            let wait = match deadline {
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left.min(slice),
-                    _ => return Err(NoAnswer::TimedOut),
-                },
-                None => slice,
-            };
-            s = self
-                .filled
-                .wait_timeout(s, wait)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
         }
     }
 
@@ -131,17 +151,18 @@ mod tests {
         s.open(1);
         s.open(2);
         let s2 = s.clone();
-        let t = std::thread::spawn(move || s2.wait(1, None, &|| false));
+        let t = std::thread::spawn(move || s2.wait(1, None, &|| false, false));
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(s.fill(1, 7), Ok(()));
         assert_eq!(t.join().unwrap(), Ok(7));
         assert_eq!(s.fill(1, 8), Err(8), "closed once answered");
         let soon = Some(Instant::now() + Duration::from_millis(30));
-        assert_eq!(s.wait(2, soon, &|| false), Err(NoAnswer::TimedOut));
+        assert_eq!(s.wait(2, soon, &|| false, false), Err(NoAnswer::TimedOut));
         assert!(!s.ready(2));
-        s.close(2);
-        assert_eq!(s.fill(2, 9), Err(9), "closed by the caller that gave up");
+        assert_eq!(s.fill(2, 9), Ok(()), "kept open to wait again");
+        assert_eq!(s.wait(2, soon, &|| false, false), Ok(9));
         s.open(3);
-        assert_eq!(s.wait(3, None, &|| true), Err(NoAnswer::Stopped));
+        assert_eq!(s.wait(3, None, &|| true, true), Err(NoAnswer::Stopped));
+        assert_eq!(s.fill(3, 1), Err(1), "closed on giving up");
     }
 }

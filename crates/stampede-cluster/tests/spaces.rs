@@ -340,8 +340,10 @@ fn a_barrier_of_tasks_in_three_spaces_is_reusable() {
     let mut ranks: Vec<usize> = ts.into_iter().map(|t| t.join().unwrap()).collect();
     ranks.sort();
     assert_eq!(ranks, vec![0, 1, 2]);
+    // The next joiner starts the name's next group of three.
+    assert_eq!(c.barrier("b", 3).unwrap().rank(), 0);
     assert!(matches!(
-        c.barrier("b", 3),
+        c.barrier("b", 4),
         Err(ClusterError::InvalidArgument(_))
     ));
     assert!(matches!(
