@@ -154,7 +154,10 @@ fn tls_with_an_untrusted_certificate_is_refused() {
 
 #[test]
 fn unreachable_router_is_not_an_auth_error() {
-    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    // Port 1: nothing listens there, so connections are refused. A port found free a moment
+    // ago can be taken meanwhile by another test's peer (peers listen on ephemeral ports),
+    // which then accepts the connection and refuses the session.
+    let ep = "tcp/127.0.0.1:1".to_owned();
     match Space::join(&app("unreach"), quick(Config::client(ep))) {
         Err(NetError::Connect(msg)) => eprintln!("unreachable: {msg}"),
         Err(other) => panic!("expected Connect, got {other}"),
