@@ -1127,16 +1127,23 @@ impl Space {
 
     fn fetch_names(&self, pattern: &str) -> Vec<NameRecord> {
         let sh = &self.sh;
-        let Ok(replies) = sh
+        // An unbounded channel: this space's own queryable answers on this very thread,
+        // before the get returns, and a bounded one (Zenoh's default holds 256 replies)
+        // would block it for ever once this space has more names than that.
+        let (tx, replies) = std::sync::mpsc::channel();
+        let sent = sh
             .session
             .get(format!("stampede/{}/meta/{pattern}", sh.app))
             .target(zenoh::query::QueryTarget::All)
             .consolidation(zenoh::query::ConsolidationMode::None)
             .timeout(sh.cfg.op_timeout)
-            .wait()
-        else {
+            .callback(move |r| {
+                let _ = tx.send(r);
+            })
+            .wait();
+        if sent.is_err() {
             return Vec::new();
-        };
+        }
         let mut out = Vec::new();
         while let Ok(r) = replies.recv() {
             if let Ok(s) = r.result() {

@@ -199,3 +199,30 @@ fn typed_items_cross_whole_and_a_departed_callee_fails_its_calls() {
     );
     a.leave();
 }
+
+/// A space with more names than a Zenoh reply channel holds lists them all: its own
+/// queryable answers on the asking thread, which must not block on a full channel.
+#[test]
+fn a_space_with_many_names_lists_them_all() {
+    let (a, b) = pair("many-names");
+    for i in 0..600 {
+        a.register_service(&format!("many/{i}"), "").unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lister = a.clone();
+    std::thread::spawn(move || {
+        let n = lister
+            .records()
+            .iter()
+            .filter(|r| r.name.starts_with("many/"))
+            .count();
+        let _ = tx.send(n);
+    });
+    assert_eq!(rx.recv_timeout(T).expect("records() returned"), 600);
+    assert!(eventually(T, || b
+        .records()
+        .iter()
+        .filter(|r| r.name.starts_with("many/"))
+        .count()
+        == 600));
+}
