@@ -340,7 +340,7 @@ impl ClusterOp {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         ClusterOp::ALL
             .iter()
             .position(|&o| o == self)

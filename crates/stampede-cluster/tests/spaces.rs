@@ -6,21 +6,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The process helpers of the distribution tests.
+#[path = "../../stampede-net/tests/common/mod.rs"]
+mod common;
+
 use bytes::Bytes;
+use common::free_port;
 use stampede_cluster::{
     Cluster, ClusterError, ClusterOptions, Placement, Registry, TaskContext, TaskError,
 };
 use stampede_net::{Config, Space};
 
 const T: Duration = Duration::from_secs(20);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn square(_: &TaskContext, args: Bytes) -> Result<Bytes, TaskError> {
     let x = u64::from_le_bytes(args[..].try_into().map_err(|_| "eight bytes")?);
