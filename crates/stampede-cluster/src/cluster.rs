@@ -100,7 +100,12 @@ impl Cluster {
             .name("cluster members".into())
             .spawn(move || watch(weak, events))
             .map_err(|e| ClusterError::InvalidArgument(format!("no thread: {e}")))?;
-        Ok(Cluster { sh })
+        let c = Cluster { sh };
+        // The first cluster of a process serves its global heap, so tasks it runs may
+        // follow pointers into it; `heap()` says why when this one cannot.
+        #[cfg(target_os = "linux")]
+        let _ = c.heap();
+        Ok(c)
     }
 
     /// This space's id.
@@ -214,6 +219,8 @@ impl Shared {
 
     pub(crate) fn stop(&self) {
         if !self.stopped.swap(true, Ordering::AcqRel) {
+            #[cfg(target_os = "linux")]
+            crate::heap::unbind(self);
             self.space.unserve(SERVICE);
             self.space.unregister(&member_name(&self.id));
             // The objects homed here go with it: others make them afresh elsewhere.

@@ -38,6 +38,9 @@ pub enum ClusterError {
     Net(NetError),
     /// The barrier's collective failed (a member left or died, a timeout).
     Barrier(StrataError),
+    /// The global heap cannot be used here: it could not be mapped, or another cluster of
+    /// this process serves it.
+    Heap(String),
 }
 
 impl fmt::Display for ClusterError {
@@ -68,6 +71,7 @@ impl fmt::Display for ClusterError {
             ClusterError::Invoke(e) => write!(f, "{e}"),
             ClusterError::Net(e) => write!(f, "{e}"),
             ClusterError::Barrier(e) => write!(f, "barrier: {e}"),
+            ClusterError::Heap(s) => write!(f, "global heap: {s}"),
         }
     }
 }

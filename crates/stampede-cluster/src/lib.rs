@@ -30,6 +30,8 @@ mod barrier;
 mod cache;
 mod cluster;
 mod error;
+#[cfg(target_os = "linux")]
+mod heap;
 mod home;
 mod node;
 mod segment;
@@ -43,6 +45,8 @@ mod wire;
 pub use barrier::Barrier;
 pub use cluster::{cluster_stats, list_tasks, ClusterStats, SpaceTasks, TaskInfo};
 pub use error::{ClusterError, TaskError};
+#[cfg(target_os = "linux")]
+pub use heap::{Heap, HeapStats};
 pub use node::{NodeAgent, Worker, ENV_APP, ENV_CONNECT, ENV_TOKEN};
 pub use segment::Segment;
 pub use shared::{

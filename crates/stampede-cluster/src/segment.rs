@@ -10,16 +10,12 @@
 //! and an unlock, a post and a barrier release every segment before they let go, so writes
 //! made while holding a lock are seen by the next holder.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use bytes::Bytes;
 
 use crate::cache::{CacheState, SegmentCache};
 use crate::error::ClusterError;
 use crate::home::Kind;
 use crate::shared::{lock, Cluster, Shared};
-use crate::wire::{decode_fetched, Msg};
 
 /// A global memory segment. Cheap to clone; every handle of one space shares its copy.
 #[derive(Clone)]
@@ -91,23 +87,7 @@ fn ensure(sh: &Shared, c: &SegmentCache, st: &mut CacheState) -> Result<(), Clus
         return Ok(());
     }
     let home = st.home.clone().expect("found above");
-    let (version, fresh) = if home == sh.id {
-        let (v, d) = lock(&sh.homes)
-            .fetch(&c.name, st.version)
-            .map_err(ClusterError::InvalidArgument)?;
-        (v, d.map(Bytes::from))
-    } else {
-        let b = sh
-            .call(
-                &home,
-                &Msg::Fetch {
-                    segment: c.name.clone(),
-                    have: st.version,
-                },
-            )
-            .map_err(|e| gone(e, &home))?;
-        decode_fetched(b).map_err(ClusterError::InvalidArgument)?
-    };
+    let (version, fresh) = sh.fetch_segment(&home, &c.name, st.version)?;
     if let Some(fresh) = fresh {
         if fresh.len() != c.len {
             return Err(ClusterError::InvalidArgument(format!(
@@ -120,7 +100,6 @@ fn ensure(sh: &Shared, c: &SegmentCache, st: &mut CacheState) -> Result<(), Clus
         st.refresh(&fresh, version);
     }
     st.valid = true;
-    sh.counters.fetches.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
@@ -133,33 +112,11 @@ fn flush(sh: &Shared, c: &SegmentCache, st: &mut CacheState) -> Result<(), Clust
         return Ok(());
     };
     let ranges = st.merged();
-    let version = if home == sh.id {
-        let writes: Vec<(u64, &[u8])> = ranges
-            .iter()
-            .map(|r| (r.start as u64, &st.data[r.clone()]))
-            .collect();
-        lock(&sh.homes)
-            .store(&c.name, &writes)
-            .map_err(ClusterError::InvalidArgument)?
-    } else {
-        let writes = ranges
-            .iter()
-            .map(|r| (r.start as u64, Bytes::copy_from_slice(&st.data[r.clone()])))
-            .collect();
-        let b = sh
-            .call(
-                &home,
-                &Msg::Store {
-                    segment: c.name.clone(),
-                    writes,
-                },
-            )
-            .map_err(|e| gone(e, &home))?;
-        let a: [u8; 8] = b[..]
-            .try_into()
-            .map_err(|_| ClusterError::InvalidArgument("a malformed store answer".into()))?;
-        u64::from_le_bytes(a)
-    };
+    let writes: Vec<(u64, &[u8])> = ranges
+        .iter()
+        .map(|r| (r.start as u64, &st.data[r.clone()]))
+        .collect();
+    let version = sh.store_segment(&home, &c.name, &writes)?;
     st.dirty.clear();
     // Current only if no other release came between this copy's version and this one.
     if version == st.version + 1 {
@@ -167,18 +124,7 @@ fn flush(sh: &Shared, c: &SegmentCache, st: &mut CacheState) -> Result<(), Clust
     } else {
         st.valid = false;
     }
-    sh.counters.releases.fetch_add(1, Ordering::Relaxed);
     Ok(())
-}
-
-/// A home that cannot be reached is a lost segment.
-fn gone(e: ClusterError, home: &str) -> ClusterError {
-    match e {
-        ClusterError::Invoke(stampede_net::InvokeError::Unreachable { .. }) => ClusterError::Lost {
-            space: home.to_owned(),
-        },
-        e => e,
-    }
 }
 
 /// Releases every segment this space has touched (before a lock lets go), all of them
@@ -186,6 +132,9 @@ fn gone(e: ClusterError, home: &str) -> ClusterError {
 /// (its access already reports the loss).
 pub(crate) fn release_all(sh: &Shared) -> Result<(), ClusterError> {
     let all: Vec<Arc<SegmentCache>> = lock(&sh.segments).values().cloned().collect();
+    #[cfg(target_os = "linux")]
+    let mut first = crate::heap::release(sh);
+    #[cfg(not(target_os = "linux"))]
     let mut first = Ok(());
     for c in all {
         let mut st = lock(&c.state);
@@ -204,6 +153,8 @@ pub(crate) fn release_all(sh: &Shared) -> Result<(), ClusterError> {
 
 /// Acquires every segment this space has touched (after a lock is granted).
 pub(crate) fn acquire_all(sh: &Shared) {
+    #[cfg(target_os = "linux")]
+    crate::heap::acquire(sh);
     for c in lock(&sh.segments).values() {
         lock(&c.state).valid = false;
     }

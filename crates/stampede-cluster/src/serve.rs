@@ -39,7 +39,7 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             args,
             vt,
         } => {
-            sh.run(from.to_owned(), seq, task, args, vt);
+            crate::thread::run(sh, from.to_owned(), seq, task, args, vt);
             none()
         }
         Msg::Exit { seq, outcome } => {
@@ -125,6 +125,10 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             let v = lock(&sh.homes).store(&segment, &w)?;
             Ok(Item::from(Bytes::copy_from_slice(&v.to_le_bytes())))
         }
+        Msg::Free { addr } => {
+            free(sh, addr);
+            none()
+        }
         Msg::Claim { object, kind } => Ok(Item::from(Bytes::copy_from_slice(&[sh
             .holds(&object, kind)
             as u8]))),
@@ -176,4 +180,19 @@ pub(crate) fn watch(sh: Weak<Shared>, events: stampede_net::NameWatch) {
             }
         }
     }
+}
+
+/// Another space frees a block of this space's heap; a refused free is counted there.
+#[cfg(target_os = "linux")]
+fn free(sh: &Shared, addr: u64) {
+    if let Err(e) = crate::heap::free_here(sh, addr) {
+        tracing::warn!("a free from another space: {e}");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn free(sh: &Shared, _addr: u64) {
+    sh.counters
+        .malformed
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }

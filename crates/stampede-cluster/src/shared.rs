@@ -6,19 +6,18 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use stampede_core::{StmError, Task, Timestamp};
+use stampede_core::{StmError, Task};
 use stampede_net::{NetError, Space};
 
 use crate::error::{ClusterError, TaskError};
 use crate::home::{Action, Homes, Kind};
 use crate::waits::Slots;
-use crate::wire::{Msg, Outcome, SERVICE};
+use crate::wire::{decode_fetched, Msg, Outcome, SERVICE};
 
 /// A task body: runs with its context and argument bytes, returns result bytes.
 pub type TaskBody = dyn Fn(&TaskContext, Bytes) -> Result<Bytes, TaskError> + Send + Sync;
@@ -72,7 +71,7 @@ impl Registry {
         v
     }
 
-    fn get(&self, name: &str) -> Option<Arc<TaskBody>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<TaskBody>> {
         self.tasks
             .get(name)
             .cloned()
@@ -235,6 +234,11 @@ thread_local! {
     /// The cancellation flag of the task this thread runs, if any: its waits give up when
     /// it is raised.
     static CANCEL: std::cell::RefCell<Option<Arc<AtomicBool>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marks this thread as running the task with cancellation flag `flag` (or none).
+pub(crate) fn set_cancel(flag: Option<Arc<AtomicBool>>) {
+    CANCEL.with(|c| *c.borrow_mut() = flag);
 }
 
 /// Whether the task running on this thread was cancelled.
@@ -403,6 +407,16 @@ impl Counters {
         let i = op.index();
         self.op_calls[i].fetch_add(1, Ordering::Relaxed);
         self.op_nanos[i].fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// A home that cannot be reached is a lost object.
+pub(crate) fn gone(e: ClusterError, home: &str) -> ClusterError {
+    match e {
+        ClusterError::Invoke(stampede_net::InvokeError::Unreachable { .. }) => ClusterError::Lost {
+            space: home.to_owned(),
+        },
+        e => e,
     }
 }
 
@@ -655,6 +669,69 @@ impl Shared {
         }
     }
 
+    /// Segment `name`'s version at `home`, with its bytes when they are newer than `have`.
+    pub fn fetch_segment(
+        &self,
+        home: &str,
+        name: &str,
+        have: u64,
+    ) -> Result<(u64, Option<Bytes>), ClusterError> {
+        let r = if home == self.id {
+            let (v, d) = lock(&self.homes)
+                .fetch(name, have)
+                .map_err(ClusterError::InvalidArgument)?;
+            (v, d.map(Bytes::from))
+        } else {
+            let b = self
+                .call(
+                    home,
+                    &Msg::Fetch {
+                        segment: name.to_owned(),
+                        have,
+                    },
+                )
+                .map_err(|e| gone(e, home))?;
+            decode_fetched(b).map_err(ClusterError::InvalidArgument)?
+        };
+        self.counters.fetches.fetch_add(1, Ordering::Relaxed);
+        Ok(r)
+    }
+
+    /// Applies one release's `writes` (offset, bytes) to segment `name` at `home`, all at
+    /// once; returns the new version.
+    pub fn store_segment(
+        &self,
+        home: &str,
+        name: &str,
+        writes: &[(u64, &[u8])],
+    ) -> Result<u64, ClusterError> {
+        let version = if home == self.id {
+            lock(&self.homes)
+                .store(name, writes)
+                .map_err(ClusterError::InvalidArgument)?
+        } else {
+            let writes = writes
+                .iter()
+                .map(|(at, b)| (*at, Bytes::copy_from_slice(b)))
+                .collect();
+            let b = self
+                .call(
+                    home,
+                    &Msg::Store {
+                        segment: name.to_owned(),
+                        writes,
+                    },
+                )
+                .map_err(|e| gone(e, home))?;
+            let a: [u8; 8] = b[..]
+                .try_into()
+                .map_err(|_| ClusterError::InvalidArgument("a malformed store answer".into()))?;
+            u64::from_le_bytes(a)
+        };
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
+        Ok(version)
+    }
+
     /// Whether space `home` holds object `name` of `kind`.
     fn confirm(&self, home: &str, name: &str, kind: Kind) -> bool {
         self.call(
@@ -672,98 +749,6 @@ impl Shared {
         lock(&self.claimed)
             .get(name)
             .is_some_and(|k| k.code() == kind)
-    }
-
-    /// Runs task `task` for `origin`'s handle `seq` on a thread of its own and reports its
-    /// end to `origin`.
-    pub fn run(self: &Arc<Self>, origin: String, seq: u64, task: String, args: Bytes, vt: i64) {
-        let id = ThreadId {
-            origin: origin.clone(),
-            seq,
-        };
-        let cancel = Arc::new(AtomicBool::new(false));
-        lock(&self.running).insert(
-            id.clone(),
-            Running {
-                task: task.clone(),
-                cancel: cancel.clone(),
-                started: Instant::now(),
-            },
-        );
-        self.counters.ran.fetch_add(1, Ordering::Relaxed);
-        let sh = self.clone();
-        let started = std::thread::Builder::new()
-            .name(format!("cluster {task}"))
-            .spawn(move || {
-                // Found on the task's own thread: a face's resolver (a Python import) may
-                // take long or call the cluster, which the serving thread must not wait for.
-                let outcome = match sh.registry.get(&task) {
-                    Some(body) => sh.body(&*body, id.clone(), task, cancel, args, vt),
-                    None => Outcome::Unknown,
-                };
-                lock(&sh.running).remove(&id);
-                sh.end(&id.origin, id.seq, outcome);
-            });
-        if let Err(e) = started {
-            lock(&self.running).remove(&ThreadId {
-                origin: origin.clone(),
-                seq,
-            });
-            self.end(&origin, seq, Outcome::Failed(format!("no thread: {e}")));
-        }
-    }
-
-    fn body(
-        self: &Arc<Self>,
-        body: &TaskBody,
-        id: ThreadId,
-        name: String,
-        cancel: Arc<AtomicBool>,
-        args: Bytes,
-        vt: Timestamp,
-    ) -> Outcome {
-        let task = match self
-            .space
-            .runtime()
-            .task_builder()
-            .name(name.clone())
-            .virtual_time(vt)
-            .create()
-        {
-            Ok(t) => t,
-            Err(e) => return Outcome::Failed(format!("no Stampede task: {e}")),
-        };
-        let ctx = TaskContext {
-            cluster: Cluster { sh: self.clone() },
-            id,
-            name,
-            cancel: cancel.clone(),
-            task,
-        };
-        CANCEL.with(|c| *c.borrow_mut() = Some(cancel.clone()));
-        let result = catch_unwind(AssertUnwindSafe(|| body(&ctx, args)));
-        CANCEL.with(|c| *c.borrow_mut() = None);
-        match result {
-            Ok(Ok(b)) => Outcome::Returned(b),
-            Ok(Err(_)) if cancel.load(Ordering::Acquire) => Outcome::Cancelled,
-            Ok(Err(e)) => Outcome::Failed(e.to_string()),
-            Err(p) => Outcome::Panicked(
-                p.downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic without a message".into()),
-            ),
-        }
-    }
-
-    /// Reports the end of `origin`'s task `seq`.
-    fn end(&self, origin: &str, seq: u64, outcome: Outcome) {
-        if origin == self.id {
-            self.ended(seq, Ended::Outcome(outcome));
-        } else {
-            // An origin that is gone has nobody to tell.
-            let _ = self.send(origin, &Msg::Exit { seq, outcome });
-        }
     }
 
     /// This space's task `seq` ended.

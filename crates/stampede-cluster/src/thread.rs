@@ -1,13 +1,19 @@
 //! Spawning, joining and cancelling tasks anywhere in the cluster.
 
-use std::sync::atomic::Ordering;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use stampede_core::Timestamp;
 
 use crate::error::ClusterError;
-use crate::shared::{cancelled_here, lock, Cluster, ClusterOp, Ended, Placed, Shared, ThreadId};
+use crate::segment;
+use crate::shared::{
+    cancelled_here, lock, set_cancel, Cluster, ClusterOp, Ended, Placed, Running, Shared, TaskBody,
+    TaskContext, ThreadId,
+};
 use crate::waits::NoAnswer;
 use crate::wire::{Msg, Outcome};
 
@@ -59,6 +65,8 @@ impl Cluster {
         let sh = &self.sh;
         let started = std::time::Instant::now();
         let space = self.place(&on)?;
+        // The task sees what the spawner wrote before it.
+        segment::release_all(sh)?;
         let seq = sh.next_seq();
         sh.ends.open(seq);
         lock(&sh.placed).insert(
@@ -70,7 +78,7 @@ impl Cluster {
         sh.counters.spawned.fetch_add(1, Ordering::Relaxed);
         let args = args.into();
         if space == sh.id {
-            sh.run(sh.id.clone(), seq, task.to_owned(), args, vt);
+            run(sh, sh.id.clone(), seq, task.to_owned(), args, vt);
         } else if let Err(e) = sh.send(
             &space,
             &Msg::Run {
@@ -241,6 +249,7 @@ impl JoinHandle {
         match ended {
             Ok(ended) => {
                 self.joined = true;
+                segment::acquire_all(&self.sh);
                 self.outcome(ended)
             }
             Err(NoAnswer::TimedOut) => Err(ClusterError::Timeout {
@@ -293,5 +302,105 @@ impl Drop for JoinHandle {
         if !self.joined {
             self.sh.ends.close(self.id.seq);
         }
+    }
+}
+
+/// Runs task `task` for `origin`'s handle `seq` on a thread of its own and reports its end
+/// to `origin`.
+pub(crate) fn run(sh: &Arc<Shared>, origin: String, seq: u64, task: String, args: Bytes, vt: i64) {
+    let id = ThreadId {
+        origin: origin.clone(),
+        seq,
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    lock(&sh.running).insert(
+        id.clone(),
+        Running {
+            task: task.clone(),
+            cancel: cancel.clone(),
+            started: Instant::now(),
+        },
+    );
+    sh.counters.ran.fetch_add(1, Ordering::Relaxed);
+    let on_thread = sh.clone();
+    let started = std::thread::Builder::new()
+        .name(format!("cluster {task}"))
+        .spawn(move || {
+            let sh = on_thread;
+            // Found on the task's own thread: a face's resolver (a Python import) may take
+            // long or call the cluster, which the serving thread must not wait for.
+            let outcome = match sh.registry.get(&task) {
+                Some(b) => body(&sh, &*b, id.clone(), task, cancel, args, vt),
+                None => Outcome::Unknown,
+            };
+            lock(&sh.running).remove(&id);
+            end(&sh, &id.origin, id.seq, outcome);
+        });
+    if let Err(e) = started {
+        lock(&sh.running).remove(&ThreadId {
+            origin: origin.clone(),
+            seq,
+        });
+        end(sh, &origin, seq, Outcome::Failed(format!("no thread: {e}")));
+    }
+}
+
+fn body(
+    sh: &Arc<Shared>,
+    body: &TaskBody,
+    id: ThreadId,
+    name: String,
+    cancel: Arc<AtomicBool>,
+    args: Bytes,
+    vt: Timestamp,
+) -> Outcome {
+    let task = match sh
+        .space
+        .runtime()
+        .task_builder()
+        .name(name.clone())
+        .virtual_time(vt)
+        .create()
+    {
+        Ok(t) => t,
+        Err(e) => return Outcome::Failed(format!("no Stampede task: {e}")),
+    };
+    let ctx = TaskContext {
+        cluster: Cluster { sh: sh.clone() },
+        id,
+        name,
+        cancel: cancel.clone(),
+        task,
+    };
+    // A spawn is a release by the spawner and an acquire by the task; the task's end is a
+    // release, acquired by its joiner.
+    segment::acquire_all(sh);
+    set_cancel(Some(cancel.clone()));
+    let result = catch_unwind(AssertUnwindSafe(|| body(&ctx, args)));
+    set_cancel(None);
+    let released = segment::release_all(sh);
+    match result {
+        Ok(Ok(b)) => match released {
+            Ok(()) => Outcome::Returned(b),
+            Err(e) => Outcome::Failed(format!("releasing its writes: {e}")),
+        },
+        Ok(Err(_)) if cancel.load(Ordering::Acquire) => Outcome::Cancelled,
+        Ok(Err(e)) => Outcome::Failed(e.to_string()),
+        Err(p) => Outcome::Panicked(
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into()),
+        ),
+    }
+}
+
+/// Reports the end of `origin`'s task `seq`.
+fn end(sh: &Shared, origin: &str, seq: u64, outcome: Outcome) {
+    if origin == sh.id {
+        sh.ended(seq, Ended::Outcome(outcome));
+    } else {
+        // An origin that is gone has nobody to tell.
+        let _ = sh.send(origin, &Msg::Exit { seq, outcome });
     }
 }

@@ -91,6 +91,8 @@ pub(crate) enum Msg {
         segment: String,
         writes: Vec<(u64, Bytes)>,
     },
+    /// Free the global heap's block at `addr`, of an arena of the callee's (one way).
+    Free { addr: u64 },
 }
 
 const RUN: u8 = 1;
@@ -113,6 +115,7 @@ const FETCH: u8 = 17;
 const STORE: u8 = 18;
 const DETACH: u8 = 19;
 const STATS: u8 = 20;
+const FREE: u8 = 21;
 
 struct Writer(BytesMut);
 
@@ -253,6 +256,7 @@ impl Msg {
             Msg::Claim { object, kind } => Writer::new(CLAIM).str(object).u8(*kind).done(),
             Msg::Detach => Writer::new(DETACH).done(),
             Msg::Stats => Writer::new(STATS).done(),
+            Msg::Free { addr } => Writer::new(FREE).u64(*addr).done(),
             Msg::Fetch { segment, have } => Writer::new(FETCH).str(segment).u64(*have).done(),
             Msg::Store { segment, writes } => {
                 let mut w = Writer::new(STORE).str(segment).u32(writes.len() as u32);
@@ -335,6 +339,7 @@ impl Msg {
             },
             DETACH => Msg::Detach,
             STATS => Msg::Stats,
+            FREE => Msg::Free { addr: r.u64()? },
             FETCH => Msg::Fetch {
                 segment: r.str()?,
                 have: r.u64()?,
@@ -501,6 +506,7 @@ mod tests {
             Just(Msg::List),
             Just(Msg::Detach),
             Just(Msg::Stats),
+            any::<u64>().prop_map(|addr| Msg::Free { addr }),
             (text(), any::<u8>()).prop_map(|(object, kind)| Msg::Claim { object, kind }),
             (text(), any::<u64>()).prop_map(|(segment, have)| Msg::Fetch { segment, have }),
             (
