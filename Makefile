@@ -87,6 +87,8 @@ bench: python java
 cluster-apps: python
 	$(CARGO) run --release -p stampede-cluster --example cables -- all --spaces 3
 	$(PY) apps/cables.py --spaces 3
+	$(MAKE) --no-print-directory c
+	sh tests/c/pthreads.sh $(C_DIR)
 
 # Cluster threads across four processes on loopback: CableS' basic-event table against
 # Zenoh's own query round trip measured in the same run (bench-results/cluster.json).
@@ -158,9 +160,15 @@ C_HEADER := crates/stampede-c/include/stampede.h
 C_LIB := target/release/libstampede_c.a
 C_LIBS := -lpthread -ldl -lm -lrt -lutil -lgcc_s
 C_FLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Icrates/stampede-c/include
+# CableS' pthreads programs, each built against Stampede's pthreads face and as a plain
+# pthreads program (`_native`), from the same source.
+PTHREAD_PROGRAMS := pn pc pipe
+PTHREAD_HEADER := crates/stampede-c/include/stampede/pthread.h
 C_PROGRAMS := $(patsubst examples/c/%.c,$(C_DIR)/%,$(wildcard examples/c/*.c)) \
 	$(C_DIR)/test_stampede $(C_DIR)/test_stampede_asan $(C_DIR)/pipeline_shared \
-	$(C_DIR)/interop_peer
+	$(C_DIR)/interop_peer $(C_DIR)/test_pthread \
+	$(patsubst %,$(C_DIR)/pthreads/%,$(PTHREAD_PROGRAMS)) \
+	$(patsubst %,$(C_DIR)/pthreads/%_native,$(PTHREAD_PROGRAMS))
 
 c: setup
 	$(CARGO) build --release -p stampede-c
@@ -176,6 +184,18 @@ $(C_DIR)/%: examples/c/%.c $(C_HEADER) $(C_LIB)
 $(C_DIR)/pipeline_shared: examples/c/pipeline.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
 	$(CC) $(C_FLAGS) $< -Ltarget/release -Wl,-rpath,$(abspath target/release) -lstampede_c -o $@
+
+$(C_DIR)/pthreads/%: examples/c/pthreads/%.c $(C_HEADER) $(PTHREAD_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)/pthreads
+	$(CC) $(C_FLAGS) -DSTAMPEDE $< $(C_LIB) $(C_LIBS) -o $@
+
+$(C_DIR)/pthreads/%_native: examples/c/pthreads/%.c
+	@mkdir -p $(C_DIR)/pthreads
+	$(CC) $(C_FLAGS) $< -lpthread -o $@
+
+$(C_DIR)/test_pthread: tests/c/test_pthread.c $(C_HEADER) $(PTHREAD_HEADER) $(C_LIB)
+	@mkdir -p $(C_DIR)
+	$(CC) $(C_FLAGS) $< $(C_LIB) $(C_LIBS) -o $@
 
 $(C_DIR)/test_stampede: tests/c/test_stampede.c $(C_HEADER) $(C_LIB)
 	@mkdir -p $(C_DIR)
@@ -198,6 +218,7 @@ test-c: c
 	sh tests/c/doc_examples.sh $(C_DIR)/doc-examples "$(CC)" "$(C_FLAGS)" $(C_LIB) "$(C_LIBS)"
 	$(C_DIR)/test_stampede
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 $(C_DIR)/test_stampede_asan
+	sh tests/c/pthreads.sh $(C_DIR)
 
 # The Java face (java/, docs/java.md): Maven over the C library's shared object through the
 # Foreign Function & Memory API, which needs Java 22 or later. JAVA_HOME is used when it is

@@ -399,6 +399,31 @@ typedef struct {
   uint64_t resyncs;
 } stp_pacer_stats;
 
+// A thread's start routine.
+typedef void *(*stp_pthread_start_fn)(void*);
+
+// Calls a start routine where `pthread_exit` can leave it (the header's trampoline).
+typedef void *(*stp_pthread_trampoline)(stp_pthread_start_fn, void*);
+
+// A cluster thread's id: its spawn's number (0 for the program's first thread).
+typedef uint64_t stp_pthread_t;
+
+// A mutex, named by its address (the bytes are not used).
+typedef struct {
+  uint64_t _opaque[5];
+} stp_pthread_mutex_t;
+
+// A condition variable, named by its address.
+typedef struct {
+  uint64_t _opaque[6];
+} stp_pthread_cond_t;
+
+// A barrier, named by its address; holds its member count.
+typedef struct {
+  uint32_t count;
+  uint32_t _opaque[7];
+} stp_pthread_barrier_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -721,6 +746,121 @@ stp_status stp_pacer_get_stats(const stp_pacer *pacer, stp_pacer_stats *out);
 // # Safety
 // `pacer` is NULL or a live pacer, not used afterwards.
 void stp_pacer_free(stp_pacer *pacer);
+
+// Starts the face (the header calls it before `main`, and `pthread_start()` again does
+// nothing). In a space the program attached, serves threads until detached and then ends
+// the process; it never returns there. Returns 0 or an errno value.
+int stp_pthread_start(stp_pthread_trampoline trampoline);
+
+// Ends the face: detaches the spaces it attached and leaves the application. Threads
+// still running elsewhere are lost. Runs at exit too (from `exit` or a return from `main`).
+void stp_pthread_end(void);
+
+// Remembers the calling thread's jump buffer for `pthread_exit`; returns the previous.
+void *stp_pthread_frame_enter(void *jb);
+
+// Restores the jump buffer `prev` (from `stp_pthread_frame_enter`).
+void stp_pthread_frame_leave(void *prev);
+
+// Records `value` as the thread's exit value; returns the jump buffer to leave by, or NULL
+// on a thread the face did not start.
+void *stp_pthread_frame_exit(void *value);
+
+// The value the thread passed to `pthread_exit`.
+void *stp_pthread_exit_value(void);
+
+// Creates a thread running `start(arg)` in the space the placement picks. `attr` is
+// ignored. Returns 0 or an errno value (EINVAL for a start routine outside the program).
+//
+// # Safety
+// `thread` is writable.
+int stp_pthread_create(stp_pthread_t *thread, const void *attr, stp_pthread_start_fn start, void *arg);
+
+// Waits for `thread` to end and stores its return value (PTHREAD_CANCELED if cancelled).
+// ESRCH for a thread not created in this space or joined already.
+//
+// # Safety
+// `ret` is NULL or writable.
+int stp_pthread_join(stp_pthread_t thread, void **ret);
+
+// Forgets `thread`: nobody will join it.
+int stp_pthread_detach(stp_pthread_t thread);
+
+// Asks `thread` to stop at its next cancellation point.
+int stp_pthread_cancel(stp_pthread_t thread);
+
+// Whether the calling thread was asked to stop (the header's cancellation points).
+bool stp_pthread_cancelled(void);
+
+// The calling thread's id (0 for the program's first thread and threads it made itself).
+stp_pthread_t stp_pthread_self(void);
+
+// Readies a mutex (optional: one is made at first use). `attr` is ignored.
+int stp_pthread_mutex_init(stp_pthread_mutex_t *mutex, const void *attr);
+
+// Forgets a mutex in this space.
+int stp_pthread_mutex_destroy(stp_pthread_mutex_t *mutex);
+
+// Locks a mutex; EOWNERDEAD (and held) when its previous owner's space died holding it.
+int stp_pthread_mutex_lock(stp_pthread_mutex_t *mutex);
+
+// Locks a mutex if it is free now; EBUSY otherwise.
+int stp_pthread_mutex_trylock(stp_pthread_mutex_t *mutex);
+
+// Unlocks a mutex this space holds; EPERM otherwise.
+int stp_pthread_mutex_unlock(stp_pthread_mutex_t *mutex);
+
+// Readies a condition (optional). `attr` is ignored.
+int stp_pthread_cond_init(stp_pthread_cond_t *cond, const void *attr);
+
+// Forgets a condition in this space.
+int stp_pthread_cond_destroy(stp_pthread_cond_t *cond);
+
+// Waits on a condition, releasing the mutex meanwhile. With `has_deadline`, gives up at
+// `sec`.`nsec` (real-time clock) with ETIMEDOUT, holding the mutex again. ECANCELED when
+// the thread was cancelled (the mutex held again).
+int stp_pthread_cond_wait(stp_pthread_cond_t *cond, stp_pthread_mutex_t *mutex, bool has_deadline, int64_t sec, int64_t nsec);
+
+// Wakes one waiter of a condition.
+int stp_pthread_cond_signal(stp_pthread_cond_t *cond);
+
+// Wakes every waiter of a condition.
+int stp_pthread_cond_broadcast(stp_pthread_cond_t *cond);
+
+// Readies a barrier of `count` threads. `attr` is ignored.
+//
+// # Safety
+// `barrier` is writable.
+int stp_pthread_barrier_init(stp_pthread_barrier_t *barrier, const void *attr, uint32_t count);
+
+// Forgets the calling thread's place in a barrier.
+int stp_pthread_barrier_destroy(stp_pthread_barrier_t *barrier);
+
+// Waits until `count` threads wait on the barrier; one of them gets
+// PTHREAD_BARRIER_SERIAL_THREAD, the others 0.
+//
+// # Safety
+// `barrier` was initialised.
+int stp_pthread_barrier_wait(stp_pthread_barrier_t *barrier);
+
+// `malloc`: from the global heap once the face started, from the C library before.
+void *stp_malloc(size_t len);
+
+// `calloc`: zeroed.
+void *stp_calloc(size_t n, size_t size);
+
+// `free`: a block of the global heap goes back to the space that allocated it; anything
+// else to the C library.
+//
+// # Safety
+// `p` is NULL or a live block of `stp_malloc` or the C library.
+void stp_free(void *p);
+
+// `realloc`, in whichever space the block was allocated.
+//
+// # Safety
+// `p` is NULL or a live block of `stp_malloc` or the C library.
+void *stp_realloc(void *p, size_t len);
 
 // A new embedded runtime: every task and container in this process, nothing on the network.
 //

@@ -224,6 +224,11 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     format!("internal error: {what}")
 }
 
+/// Keeps `message` for `stp_last_error()`, for calls that report with errno values.
+pub(crate) fn note(message: String) {
+    record(Error::new(stp_status::STP_INTERNAL, message));
+}
+
 /// Runs the body of an exported function: errors become status codes and panics never cross
 /// the boundary.
 pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> stp_status {

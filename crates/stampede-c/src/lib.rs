@@ -18,6 +18,8 @@ mod item;
 mod loan;
 mod observe;
 mod pacing;
+#[cfg(target_os = "linux")]
+mod pthread;
 mod space;
 mod stm;
 
@@ -27,6 +29,8 @@ pub use events::*;
 pub use item::*;
 pub use observe::*;
 pub use pacing::*;
+#[cfg(target_os = "linux")]
+pub use pthread::*;
 pub use space::*;
 pub use stm::*;
 

@@ -183,13 +183,30 @@ impl Worker {
         })
     }
 
-    /// Joins the application, starts this space's cluster with `registry` and serves it
-    /// until the cluster detaches it; then leaves.
-    pub fn run(self, registry: Registry, opts: ClusterOptions) -> Result<(), ClusterError> {
+    /// Joins the application and starts this space's cluster with `registry`, for faces
+    /// that keep the cluster themselves; they wait with [`Cluster::wait_detached`], then
+    /// stop the cluster and leave.
+    pub fn start(
+        self,
+        registry: Registry,
+        opts: ClusterOptions,
+    ) -> Result<(Space, Cluster), ClusterError> {
         let mut cfg = Config::peer();
         cfg.connect = self.connect;
         let space = Space::join(&self.app, cfg)?;
-        let c = Cluster::start_attached(&space, registry, opts, &self.token)?;
+        match Cluster::start_attached(&space, registry, opts, &self.token) {
+            Ok(c) => Ok((space, c)),
+            Err(e) => {
+                space.leave();
+                Err(e)
+            }
+        }
+    }
+
+    /// Joins the application, starts this space's cluster with `registry` and serves it
+    /// until the cluster detaches it; then leaves.
+    pub fn run(self, registry: Registry, opts: ClusterOptions) -> Result<(), ClusterError> {
+        let (space, c) = self.start(registry, opts)?;
         c.wait_detached();
         c.stop();
         space.leave();
