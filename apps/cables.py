@@ -1,5 +1,6 @@
 """CableS' pthreads programs on Stampede's cluster threads, in Python: PN (prime numbers),
-PC (producer and consumer) and PIPE (a threaded pipeline), across address spaces attached
+PC (producer and consumer), PIPE (a threaded pipeline) and an SPMD relaxation of a rod over a
+global segment with barriers, across address spaces attached
 through a node agent, each checked against sequential code, with the calls each program made
 of each operation and their mean cost (CableS' Table 5).
 
@@ -192,12 +193,48 @@ def pipe(c: cluster.Cluster) -> str:
     return f"{PIPE_ITEMS} items through {STAGES} stages in {len(where)} spaces"
 
 
+# ---- SPMD: a rod's relaxation in segment spmd/rod; each member updates its own part of
+# the cells between barriers and returns cell 1, which must match sequential code.
+ROD, STEPS = 64, 30
+
+
+def spmd_member(ctx: cluster.TaskContext, args: bytes) -> bytes:
+    r, p = (int(x) for x in args.decode().split())
+    c = ctx.cluster
+    seg, b = c.segment("spmd-py/rod", ROD * 8), c.barrier("spmd-py/step", p)
+    if r == 0:
+        seg.write(0, struct.pack("<d", 100.0))
+    b.wait()
+    lo, hi = r * ROD // p, (r + 1) * ROD // p
+    for _ in range(STEPS):
+        old = struct.unpack(f"<{ROD}d", seg.read())
+        b.wait()
+        for i in range(max(lo, 1), min(hi, ROD - 1)):
+            seg.write(i * 8, struct.pack("<d", (old[i - 1] + old[i + 1]) / 2))
+        b.wait()
+    return seg.read(8, 8)
+
+
+def spmd(c: cluster.Cluster, members: int) -> str:
+    hs = [c.spawn("cables:spmd_member", f"{r} {members}".encode(), on="round_robin") for r in range(members)]
+    x = [100.0] + [0.0] * (ROD - 1)
+    for _ in range(STEPS):
+        old = list(x)
+        for i in range(1, ROD - 1):
+            x[i] = (old[i - 1] + old[i + 1]) / 2
+    for h in hs:
+        got = struct.unpack("<d", h.join())[0]
+        assert got == x[1], f"cell 1 is {got}, {x[1]} expected"
+    return f"a rod of {ROD} cells, {STEPS} steps, {members} members"
+
+
 PROGRAMS: dict[str, Callable[[cluster.Cluster, list[str]], str]] = {
     "pn": lambda c, others: pn(c, 2 * (len(others) + 1)),
     "pc": lambda c, others: pc(c, others[0]),
     "pipe": lambda c, others: pipe(c),
+    "spmd": lambda c, others: spmd(c, len(others) + 1),
 }
-COLUMNS = ["create", "join", "lock", "unlock", "wait", "signal", "broadcast"]
+COLUMNS = ["create", "join", "lock", "unlock", "wait", "signal", "broadcast", "barrier"]
 
 
 def _totals(space: sp.Space) -> dict[str, tuple[int, float]]:
