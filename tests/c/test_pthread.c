@@ -25,6 +25,8 @@ struct shared {
     int serial[4];
     int arrived[4];
     char *grown;
+    int cleaned;
+    int once_serial;
 };
 
 static void *exits(void *arg) {
@@ -55,6 +57,40 @@ static void *crosses(void *arg) {
         }
     }
     return NULL;
+}
+
+static void clean(void *arg) {
+    struct shared *s = arg;
+    s->cleaned = 1;
+}
+
+static void *spins_with_cleanup(void *arg) {
+    pthread_cleanup_push(clean, arg);
+    for (;;) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        pthread_testcancel();
+    }
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static void *waits_once(void *arg) {
+    struct shared *s = arg;
+    if (pthread_barrier_wait(&s->barrier) == PTHREAD_BARRIER_SERIAL_THREAD) {
+        pthread_mutex_lock(&s->lock);
+        s->once_serial++;
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+static void *trylocks(void *arg) {
+    struct shared *s = arg;
+    int e = pthread_mutex_trylock(&s->lock);
+    if (e == 0)
+        pthread_mutex_unlock(&s->lock);
+    return (void *)(long)e;
 }
 
 static void *holds(void *arg) {
@@ -96,6 +132,27 @@ int main(void) {
     for (int r = 0; r < 4; r++)
         rounds_ok &= s->serial[r] == 1 && s->arrived[r] == 3;
     check(rounds_ok, "a barrier of three threads in three spaces is reused four times, one serial thread each");
+
+    pthread_create(&t[0], NULL, spins_with_cleanup, s);
+    pthread_cancel(t[0]);
+    check(pthread_join(t[0], &ret) == 0 && ret == PTHREAD_CANCELED && s->cleaned == 1,
+          "a cancelled thread runs its cleanup handlers, and their writes are seen by the joiner");
+
+    for (int phase = 0; phase < 2; phase++) {
+        for (int i = 0; i < 3; i++)
+            pthread_create(&t[i], NULL, waits_once, s);
+        for (int i = 0; i < 3; i++)
+            pthread_join(t[i], NULL);
+    }
+    check(s->once_serial == 2, "new threads in every phase pass a barrier, one serial thread each");
+
+    int free_ok = 1;
+    for (int i = 0; i < 3; i++) { /* one at a time, in each space in turn */
+        pthread_create(&t[0], NULL, trylocks, s);
+        pthread_join(t[0], &ret);
+        free_ok &= (long)ret == 0;
+    }
+    check(free_ok, "trylock of a free mutex succeeds from every space");
 
     pthread_mutex_lock(&s->lock);
     pthread_create(&t[0], NULL, holds, s);

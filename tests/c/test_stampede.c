@@ -435,6 +435,8 @@ static void test_status_names(void) {
         {STP_UNKNOWN_TICKET, "STP_UNKNOWN_TICKET"},
         {STP_INTERRUPTED, "STP_INTERRUPTED"},
         {STP_UNSUPPORTED, "STP_UNSUPPORTED"},
+        {STP_TASK_FAILED, "STP_TASK_FAILED"},
+        {STP_CANCELLED, "STP_CANCELLED"},
         {STP_INTERNAL, "STP_INTERNAL"},
     };
     /* The codes are the documented values. */
@@ -442,11 +444,13 @@ static void test_status_names(void) {
     CHECK_EQ_I64(STP_UNKNOWN_TICKET, 23);
     CHECK_EQ_I64(STP_INTERRUPTED, 26);
     CHECK_EQ_I64(STP_UNSUPPORTED, 27);
+    CHECK_EQ_I64(STP_TASK_FAILED, 28);
+    CHECK_EQ_I64(STP_CANCELLED, 29);
     CHECK_EQ_I64(STP_INTERNAL, 99);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_STR(stp_status_name(all[i].code), all[i].name);
     }
-    static const int32_t unknown[] = {-1, 24, 25, 28, 98, 100, 1000, INT32_MIN, INT32_MAX};
+    static const int32_t unknown[] = {-1, 24, 25, 30, 98, 100, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK_STR(stp_status_name(unknown[i]), "STP_UNKNOWN");
     }
@@ -3457,6 +3461,174 @@ done:
 /* A client with a queue prefetch of 4 getting from the router's queue of 8 items takes some
  * ahead into a lease, and the next gets are answered from it. */
 #define DIST_BASE_PREFETCH 6000
+/* ---- Cluster threads from C: tasks by name in the other space, their ends, and the named
+ * synchronisation objects and segments. */
+
+static int32_t task_square(stp_cluster_task *task, const uint8_t *args, size_t len, void *user) {
+    int64_t x, y;
+    (void)user;
+    if (len != sizeof x) {
+        stp_cluster_task_fail(task, "square wants eight bytes");
+        return 1;
+    }
+    memcpy(&x, args, sizeof x);
+    y = x * x;
+    return stp_cluster_task_return(task, (const uint8_t *)&y, sizeof y) == STP_OK ? 0 : 1;
+}
+
+static int32_t task_fail(stp_cluster_task *task, const uint8_t *args, size_t len, void *user) {
+    (void)args, (void)len, (void)user;
+    stp_cluster_task_fail(task, "failed on purpose");
+    return 1;
+}
+
+static int32_t task_until_cancelled(stp_cluster_task *task, const uint8_t *args, size_t len,
+                                    void *user) {
+    (void)args, (void)len, (void)user;
+    while (!stp_cluster_task_cancelled(task)) sleep_ms(5);
+    return 1;
+}
+
+/* Adds one under mutex "c-count" to word 0 of segment "c-seg", `args[0]` times. */
+static int32_t task_locked_add(stp_cluster_task *task, const uint8_t *args, size_t len,
+                               void *user) {
+    stp_cluster *c = NULL;
+    stp_cluster_mutex *m = NULL;
+    stp_cluster_segment *s = NULL;
+    int32_t rc = 1;
+    (void)user;
+    if (len != 1 || stp_cluster_task_cluster(task, &c) != STP_OK) goto out;
+    if (stp_cluster_mutex_new(c, "c-count", &m) != STP_OK) goto out;
+    if (stp_cluster_segment_new(c, "c-seg", 8, &s) != STP_OK) goto out;
+    for (int i = 0; i < args[0]; i++) {
+        uint64_t v;
+        if (stp_cluster_mutex_lock(m, 10000, NULL) != STP_OK) goto out;
+        stp_cluster_segment_read(s, 0, (uint8_t *)&v, sizeof v);
+        v++;
+        stp_cluster_segment_write(s, 0, (const uint8_t *)&v, sizeof v);
+        if (stp_cluster_mutex_unlock(m) != STP_OK) goto out;
+    }
+    rc = 0;
+out:
+    if (rc) stp_cluster_task_fail(task, stp_last_error());
+    stp_cluster_segment_free(s);
+    stp_cluster_mutex_free(m);
+    stp_cluster_free(c);
+    return rc;
+}
+
+static void test_dist_cluster(void) {
+    stp_cluster *a = NULL, *b = NULL;
+    stp_thread *t = NULL, *t2 = NULL;
+    stp_item *r = NULL;
+    stp_cluster_mutex *m = NULL, *m2 = NULL;
+    stp_cluster_cond *cv = NULL;
+    stp_cluster_sem *sem = NULL;
+    stp_cluster_barrier *bar = NULL;
+    stp_cluster_segment *s = NULL;
+    int64_t seven = 7, got = 0;
+    const void *data;
+    size_t n;
+    bool flag = true;
+    uint64_t count = 0;
+    uint8_t adds = 20;
+    DIST_SETUP();
+    CHECK_OK(stp_cluster_register("c-square", task_square, NULL));
+    CHECK_OK(stp_cluster_register("c-fail", task_fail, NULL));
+    CHECK_OK(stp_cluster_register("c-until-cancelled", task_until_cancelled, NULL));
+    CHECK_OK(stp_cluster_register("c-locked-add", task_locked_add, NULL));
+    CHECK_INVALID(stp_cluster_register(NULL, task_fail, NULL), "NULL");
+    CHECK_INVALID(stp_cluster_register("x", NULL, NULL), "NULL");
+    CHECK_INVALID(stp_cluster_start(NULL, 10000, &a), "NULL");
+    CHECK_OK(stp_cluster_start(g_router, 10000, &a));
+    CHECK_OK(stp_cluster_start(g_client, 10000, &b));
+    CHECK_STR(stp_cluster_id(a), stp_runtime_id(g_router));
+
+    /* A task in the other space (once each knows the other), and how tasks end. */
+    for (int i = 0; i < 1000; i++) {
+        stp_status st = stp_cluster_spawn(a, "c-square", (const uint8_t *)&seven, sizeof seven,
+                                          stp_cluster_id(b), &t);
+        if (st != STP_UNAVAILABLE) {
+            CHECK_OK(st);
+            break;
+        }
+        sleep_ms(10);
+    }
+    CHECK(t != NULL);
+    CHECK_STR(stp_thread_space(t), stp_cluster_id(b));
+    CHECK_OK(stp_thread_join(t, 10000, &r));
+    data = stp_item_data(r, &n);
+    CHECK(n == sizeof got);
+    memcpy(&got, data, sizeof got);
+    CHECK_EQ_I64(got, 49);
+    stp_item_free(r), r = NULL;
+    stp_thread_free(t), t = NULL;
+    CHECK_OK(stp_cluster_spawn(a, "c-fail", NULL, 0, stp_cluster_id(b), &t));
+    CHECK_ST(stp_thread_join(t, 10000, &r), STP_TASK_FAILED);
+    CHECK_MSG(strstr(stp_last_error(), "failed on purpose") != NULL, "%s", stp_last_error());
+    stp_thread_free(t), t = NULL;
+    CHECK_OK(stp_cluster_spawn(a, "no-such-task", NULL, 0, "here", &t));
+    CHECK_ST(stp_thread_join(t, 10000, &r), STP_NOT_FOUND);
+    stp_thread_free(t), t = NULL;
+    CHECK_OK(stp_cluster_spawn(a, "c-until-cancelled", NULL, 0, stp_cluster_id(b), &t));
+    CHECK_ST(stp_thread_join(t, 50, &r), STP_TIMEOUT);
+    CHECK_OK(stp_thread_cancel(t));
+    CHECK_ST(stp_thread_join(t, 10000, &r), STP_CANCELLED);
+    stp_thread_free(t), t = NULL;
+
+    /* Mutual exclusion over a segment, from tasks in both spaces. */
+    CHECK_OK(stp_cluster_spawn(a, "c-locked-add", &adds, 1, stp_cluster_id(b), &t));
+    CHECK_OK(stp_cluster_spawn(a, "c-locked-add", &adds, 1, "here", &t2));
+    CHECK_OK(stp_thread_join(t, 20000, &r));
+    stp_item_free(r), r = NULL;
+    CHECK_OK(stp_thread_join(t2, 20000, &r));
+    stp_item_free(r), r = NULL;
+    CHECK_OK(stp_cluster_segment_new(a, "c-seg", 8, &s));
+    CHECK_OK(stp_cluster_segment_acquire(s));
+    CHECK_OK(stp_cluster_segment_read(s, 0, (uint8_t *)&count, sizeof count));
+    CHECK_EQ_U64(count, 40);
+    CHECK_INVALID(stp_cluster_segment_read(s, 4, (uint8_t *)&count, sizeof count), "segment");
+
+    /* A held mutex times out elsewhere; a condition wait nobody signals returns unsignalled
+     * holding the mutex; a semaphore counts; a barrier of one passes. */
+    CHECK_OK(stp_cluster_mutex_new(a, "c-m", &m));
+    CHECK_OK(stp_cluster_mutex_new(b, "c-m", &m2));
+    CHECK_OK(stp_cluster_mutex_lock(m, 10000, &flag));
+    CHECK(!flag);
+    CHECK_ST(stp_cluster_mutex_lock(m2, 50, NULL), STP_TIMEOUT);
+    CHECK_OK(stp_cluster_cond_new(a, "c-cv", &cv));
+    CHECK_OK(stp_cluster_cond_wait(cv, m, 50, &flag));
+    CHECK(!flag);
+    CHECK_OK(stp_cluster_mutex_unlock(m));
+    CHECK_INVALID(stp_cluster_mutex_unlock(m), "hold");
+    CHECK_OK(stp_cluster_mutex_lock(m2, 10000, NULL));
+    CHECK_OK(stp_cluster_mutex_unlock(m2));
+    CHECK_OK(stp_cluster_cond_signal(cv));
+    CHECK_OK(stp_cluster_cond_broadcast(cv));
+    CHECK_OK(stp_cluster_sem_new(b, "c-sem", 1, &sem));
+    CHECK_OK(stp_cluster_sem_wait(sem, 1000));
+    CHECK_ST(stp_cluster_sem_wait(sem, 50), STP_TIMEOUT);
+    CHECK_OK(stp_cluster_sem_post(sem));
+    CHECK_OK(stp_cluster_sem_wait(sem, 1000));
+    CHECK_OK(stp_cluster_barrier_new(a, "c-bar", 1, &bar));
+    CHECK_EQ_I64(stp_cluster_barrier_rank(bar), 0);
+    CHECK_OK(stp_cluster_barrier_wait(bar));
+    CHECK_OK(stp_cluster_barrier_wait(bar));
+    CHECK_INVALID(stp_cluster_barrier_new(a, "c-bar0", 0, &bar), "barrier");
+done:
+    stp_item_free(r);
+    stp_thread_free(t);
+    stp_thread_free(t2);
+    stp_cluster_barrier_free(bar);
+    stp_cluster_sem_free(sem);
+    stp_cluster_cond_free(cv);
+    stp_cluster_mutex_free(m);
+    stp_cluster_mutex_free(m2);
+    stp_cluster_segment_free(s);
+    stp_cluster_free(b);
+    stp_cluster_free(a);
+}
+
 static void test_dist_queue_prefetch(void) {
     const int64_t B = DIST_BASE_PREFETCH;
     stp_config *cfg = NULL;
@@ -3766,6 +3938,7 @@ static const test_case tests[] = {
     T(dist_put_interruptible),
     T(dist_join_with_settings),
     T(dist_queue_prefetch),
+    T(dist_cluster),
 };
 #undef T
 

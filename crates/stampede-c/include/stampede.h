@@ -82,6 +82,10 @@ typedef enum {
   // The operation is not available on this container where it lives (a local-only hook
   // on a container served by another address space).
   STP_UNSUPPORTED = 27,
+  // A cluster task ended by failing or panicking; the message says how.
+  STP_TASK_FAILED = 28,
+  // A cluster task was cancelled, or a wait gave up because the calling task was.
+  STP_CANCELLED = 29,
   // An internal error was caught at the boundary; the message says where.
   STP_INTERNAL = 99,
 } stp_status;
@@ -209,6 +213,27 @@ typedef struct stp_channel_in stp_channel_in;
 // An output connection to a channel.
 typedef struct stp_channel_out stp_channel_out;
 
+// This address space's part of its application's cluster.
+typedef struct stp_cluster stp_cluster;
+
+// One task's place in a cluster barrier (a member waits from one thread at a time).
+typedef struct stp_cluster_barrier stp_cluster_barrier;
+
+// A cluster condition variable.
+typedef struct stp_cluster_cond stp_cluster_cond;
+
+// A cluster mutex, with the hold this handle took.
+typedef struct stp_cluster_mutex stp_cluster_mutex;
+
+// A global memory segment.
+typedef struct stp_cluster_segment stp_cluster_segment;
+
+// A cluster counting semaphore.
+typedef struct stp_cluster_sem stp_cluster_sem;
+
+// The running task, passed to its body (valid during the call only).
+typedef struct stp_cluster_task stp_cluster_task;
+
 // A join configuration, built by `stp_config_new` and the `stp_config_*` setters.
 typedef struct stp_config stp_config;
 
@@ -256,6 +281,14 @@ typedef struct stp_subscription stp_subscription;
 // A task: a thread of control with a virtual time. Use it from any thread; its connections
 // belong to it.
 typedef struct stp_task stp_task;
+
+// A spawned task.
+typedef struct stp_thread stp_thread;
+
+// A task's body: runs with its argument bytes and `user`; returns 0 when it succeeded
+// (its result set by `stp_cluster_task_return`), anything else when it failed (the
+// message set by `stp_cluster_task_fail`, or the number).
+typedef int32_t (*stp_cluster_fn)(stp_cluster_task *task, const uint8_t *args, size_t len, void *user);
 
 // The available timestamps nearest to a get that failed with `STP_TIMEOUT` or
 // `STP_UNAVAILABLE`.
@@ -418,10 +451,13 @@ typedef struct {
   uint64_t _opaque[6];
 } stp_pthread_cond_t;
 
-// A barrier, named by its address; holds its member count.
+// A barrier: its count, arrivals and phase, kept under a mutex and a condition named by
+// its address (as CableS' pthreads barrier), so any threads may wait in any phase.
 typedef struct {
   uint32_t count;
-  uint32_t _opaque[7];
+  uint32_t arrived;
+  uint64_t phase;
+  uint64_t _opaque[2];
 } stp_pthread_barrier_t;
 
 #ifdef __cplusplus
@@ -430,6 +466,260 @@ extern "C" {
 
 // The library's version, e.g. "0.1.0". Static; never NULL.
 const char *stp_version(void);
+
+// Registers `body` as task `name` in this process, with `user` passed to each call: any
+// address space running this program can then run it. Registering a name again replaces
+// its body.
+//
+// # Safety
+// `name` is a NUL-terminated string; `body` is safe to call from any thread with `user`.
+stp_status stp_cluster_register(const char *name, stp_cluster_fn body, void *user);
+
+// Makes the address space of `rt` (a runtime joined to an application) a member of its
+// application's cluster, running the registered tasks for any member. `timeout_ms` bounds
+// the cluster's waits for other spaces (`STP_FOREVER`: none).
+//
+// # Safety
+// `rt` is a live runtime; `out` is writable.
+stp_status stp_cluster_start(const stp_runtime *rt, int64_t timeout_ms, stp_cluster **out);
+
+// In a process a node agent started to attach an address space: joins the application,
+// serves the registered tasks until the cluster detaches this space, leaves, and sets
+// `*served` to true. Elsewhere returns at once with `*served` false. A program calls it
+// first thing in `main` and returns when `*served` is true.
+//
+// # Safety
+// `served` is writable.
+stp_status stp_cluster_serve_attached(int64_t timeout_ms, bool *served);
+
+// This space's id (valid while `c` lives).
+//
+// # Safety
+// `c` is a live cluster.
+const char *stp_cluster_id(const stp_cluster *c);
+
+// Releases this handle; the space leaves the cluster when its last handle (and task) goes.
+//
+// # Safety
+// `c` is NULL or a live cluster, not used afterwards.
+void stp_cluster_free(stp_cluster *c);
+
+// Asks a node agent to start `argv[0..argc]` as a new address space (a program that calls
+// `stp_cluster_serve_attached`) and waits until it is a member; its id goes to `*id`
+// (free with `stp_string_free`).
+//
+// # Safety
+// `c` is a live cluster; `argv` holds `argc` NUL-terminated strings; `id` is writable.
+stp_status stp_cluster_attach(const stp_cluster *c, const char *const *argv, size_t argc, int64_t timeout_ms, char **id);
+
+// Tells member `space` (one this space attached) to leave and end; waits until it left.
+//
+// # Safety
+// `c` is a live cluster; `space` is a NUL-terminated string.
+stp_status stp_cluster_detach(const stp_cluster *c, const char *space, int64_t timeout_ms);
+
+// Spawns task `name` with `args[0..len]` in the space `on` names: NULL or "round_robin",
+// "least_loaded", "here", or a member's id.
+//
+// # Safety
+// `c` is a live cluster (or a task's, from `stp_cluster_task_cluster`); `name` is a
+// NUL-terminated string; `on` is NULL or one; `args` is readable for `len` bytes (or NULL
+// with 0); `out` is writable.
+stp_status stp_cluster_spawn(const stp_cluster *c, const char *name, const uint8_t *args, size_t len, const char *on, stp_thread **out);
+
+// Waits for the task's end, up to `timeout_ms` (`STP_TIMEOUT`, and it may be joined
+// again): its result bytes as an item in `*result` (free with `stp_item_free`), or how it
+// ended: `STP_TASK_FAILED` (failed or panicked), `STP_CANCELLED`, `STP_UNREACHABLE` (its
+// space left or died), `STP_NOT_FOUND` (no such task there).
+//
+// # Safety
+// `t` is a live thread; `result` is writable.
+stp_status stp_thread_join(const stp_thread *t, int64_t timeout_ms, stp_item **result);
+
+// Asks the task to stop: its next cluster call or cancellation check sees it.
+//
+// # Safety
+// `t` is a live thread.
+stp_status stp_thread_cancel(const stp_thread *t);
+
+// The id of the space the task runs in (valid while `t` lives).
+//
+// # Safety
+// `t` is a live thread.
+const char *stp_thread_space(const stp_thread *t);
+
+// Releases the handle; the task runs on (nobody joins it).
+//
+// # Safety
+// `t` is NULL or a live thread, not used afterwards.
+void stp_thread_free(stp_thread *t);
+
+// Sets the task's result to `data[0..len]`.
+//
+// # Safety
+// `task` is the running task; `data` is readable for `len` bytes (or NULL with 0).
+stp_status stp_cluster_task_return(stp_cluster_task *task, const uint8_t *data, size_t len);
+
+// Marks the task failed with `message` (its joiner gets `STP_TASK_FAILED` with it).
+//
+// # Safety
+// `task` is the running task; `message` is a NUL-terminated string.
+stp_status stp_cluster_task_fail(stp_cluster_task *task, const char *message);
+
+// Whether the task was asked to stop.
+//
+// # Safety
+// `task` is the running task.
+bool stp_cluster_task_cancelled(const stp_cluster_task *task);
+
+// The cluster the task runs in, as a new handle (free it with `stp_cluster_free`).
+//
+// # Safety
+// `task` is the running task; `out` is writable.
+stp_status stp_cluster_task_cluster(const stp_cluster_task *task, stp_cluster **out);
+
+// The cluster mutex `name` (made at this space if no space has made it).
+//
+// # Safety
+// `c` is a live cluster; `name` is a NUL-terminated string; `out` is writable.
+stp_status stp_cluster_mutex_new(const stp_cluster *c, const char *name, stp_cluster_mutex **out);
+
+// The cluster condition `name`.
+//
+// # Safety
+// `c` is a live cluster; `name` is a NUL-terminated string; `out` is writable.
+stp_status stp_cluster_cond_new(const stp_cluster *c, const char *name, stp_cluster_cond **out);
+
+// The cluster semaphore `name`, with `initial` permits if this space makes it.
+//
+// # Safety
+// `c` is a live cluster; `name` is a NUL-terminated string; `out` is writable.
+stp_status stp_cluster_sem_new(const stp_cluster *c, const char *name, uint64_t initial, stp_cluster_sem **out);
+
+// A place in barrier `name` of `size` members (each participating task takes its own).
+//
+// # Safety
+// `c` is a live cluster; `name` is a NUL-terminated string; `out` is writable.
+stp_status stp_cluster_barrier_new(const stp_cluster *c, const char *name, size_t size, stp_cluster_barrier **out);
+
+// The global memory segment `name` of `len` bytes (zeros at first; homed where first
+// touched).
+//
+// # Safety
+// `c` is a live cluster; `name` is a NUL-terminated string; `out` is writable.
+stp_status stp_cluster_segment_new(const stp_cluster *c, const char *name, size_t len, stp_cluster_segment **out);
+
+// Locks the mutex, waiting up to `timeout_ms`; `*owner_died` (if not NULL) says whether
+// its previous holder's space died holding it. One hold per handle.
+//
+// # Safety
+// `m` is a live mutex; `owner_died` is NULL or writable.
+stp_status stp_cluster_mutex_lock(const stp_cluster_mutex *m, int64_t timeout_ms, bool *owner_died);
+
+// Unlocks the mutex this handle holds (`STP_INVALID_ARGUMENT` if it holds none).
+//
+// # Safety
+// `m` is a live mutex.
+stp_status stp_cluster_mutex_unlock(const stp_cluster_mutex *m);
+
+// Releases the handle (a hold it has is kept until the space leaves).
+//
+// # Safety
+// `m` is NULL or a live mutex, not used afterwards.
+void stp_cluster_mutex_free(stp_cluster_mutex *m);
+
+// Waits on the condition, releasing `m` (which this handle holds) meanwhile, up to
+// `timeout_ms`; `*signalled` (if not NULL) is false when it timed out. `m` is held again
+// on return, except after an error.
+//
+// # Safety
+// `cv` and `m` are live; `signalled` is NULL or writable.
+stp_status stp_cluster_cond_wait(const stp_cluster_cond *cv, const stp_cluster_mutex *m, int64_t timeout_ms, bool *signalled);
+
+// Wakes one waiter.
+//
+// # Safety
+// `cv` is a live condition.
+stp_status stp_cluster_cond_signal(const stp_cluster_cond *cv);
+
+// Wakes every waiter.
+//
+// # Safety
+// `cv` is a live condition.
+stp_status stp_cluster_cond_broadcast(const stp_cluster_cond *cv);
+
+// Releases the handle.
+//
+// # Safety
+// `cv` is NULL or a live condition, not used afterwards.
+void stp_cluster_cond_free(stp_cluster_cond *cv);
+
+// Takes a permit, waiting up to `timeout_ms`.
+//
+// # Safety
+// `s` is a live semaphore.
+stp_status stp_cluster_sem_wait(const stp_cluster_sem *s, int64_t timeout_ms);
+
+// Gives a permit back.
+//
+// # Safety
+// `s` is a live semaphore.
+stp_status stp_cluster_sem_post(const stp_cluster_sem *s);
+
+// Releases the handle.
+//
+// # Safety
+// `s` is NULL or a live semaphore, not used afterwards.
+void stp_cluster_sem_free(stp_cluster_sem *s);
+
+// Waits until every member reached the barrier (`STP_UNREACHABLE` when a member left or
+// died, `STP_TIMEOUT` past the cluster's timeout).
+//
+// # Safety
+// `b` is a live barrier.
+stp_status stp_cluster_barrier_wait(const stp_cluster_barrier *b);
+
+// This member's place in the barrier, from 0.
+//
+// # Safety
+// `b` is a live barrier.
+size_t stp_cluster_barrier_rank(const stp_cluster_barrier *b);
+
+// Releases the place.
+//
+// # Safety
+// `b` is NULL or a live barrier, not used afterwards.
+void stp_cluster_barrier_free(stp_cluster_barrier *b);
+
+// Reads `len` bytes at `offset` into `buf`.
+//
+// # Safety
+// `s` is a live segment; `buf` is writable for `len` bytes.
+stp_status stp_cluster_segment_read(const stp_cluster_segment *s, size_t offset, uint8_t *buf, size_t len);
+
+// Writes `data[0..len]` at `offset` (seen elsewhere after this space releases it).
+//
+// # Safety
+// `s` is a live segment; `data` is readable for `len` bytes.
+stp_status stp_cluster_segment_write(const stp_cluster_segment *s, size_t offset, const uint8_t *data, size_t len);
+
+// Makes this space's writes visible to the next acquirer.
+//
+// # Safety
+// `s` is a live segment.
+stp_status stp_cluster_segment_release(const stp_cluster_segment *s);
+
+// Makes others' releases visible here.
+//
+// # Safety
+// `s` is a live segment.
+stp_status stp_cluster_segment_acquire(const stp_cluster_segment *s);
+
+// Releases the handle.
+//
+// # Safety
+// `s` is NULL or a live segment, not used afterwards.
+void stp_cluster_segment_free(stp_cluster_segment *s);
 
 // A correlator over `n` input connections (`match` an `stp_match`; `within` the distance
 // for `STP_MATCH_WITHIN`). It takes the connections over: do not use or free them after
@@ -766,6 +1056,13 @@ void stp_pthread_frame_leave(void *prev);
 // on a thread the face did not start.
 void *stp_pthread_frame_exit(void *value);
 
+// The innermost cleanup handler of the calling thread (the header's
+// `pthread_cleanup_push` keeps them on its stack).
+void *stp_pthread_cleanup_top(void);
+
+// Makes `top` the innermost cleanup handler of the calling thread.
+void stp_pthread_cleanup_set(void *top);
+
 // The value the thread passed to `pthread_exit`.
 void *stp_pthread_exit_value(void);
 
@@ -804,7 +1101,7 @@ int stp_pthread_mutex_destroy(stp_pthread_mutex_t *mutex);
 // Locks a mutex; EOWNERDEAD (and held) when its previous owner's space died holding it.
 int stp_pthread_mutex_lock(stp_pthread_mutex_t *mutex);
 
-// Locks a mutex if it is free now; EBUSY otherwise.
+// Locks a mutex if it is free now (one round trip to its home); EBUSY otherwise.
 int stp_pthread_mutex_trylock(stp_pthread_mutex_t *mutex);
 
 // Unlocks a mutex this space holds; EPERM otherwise.
@@ -833,11 +1130,11 @@ int stp_pthread_cond_broadcast(stp_pthread_cond_t *cond);
 // `barrier` is writable.
 int stp_pthread_barrier_init(stp_pthread_barrier_t *barrier, const void *attr, uint32_t count);
 
-// Forgets the calling thread's place in a barrier.
+// Forgets a barrier's objects in this space.
 int stp_pthread_barrier_destroy(stp_pthread_barrier_t *barrier);
 
-// Waits until `count` threads wait on the barrier; one of them gets
-// PTHREAD_BARRIER_SERIAL_THREAD, the others 0.
+// Waits until `count` threads wait on the barrier, whichever threads and spaces they are;
+// one of them gets PTHREAD_BARRIER_SERIAL_THREAD, the others 0. Not a cancellation point.
 //
 // # Safety
 // `barrier` was initialised.

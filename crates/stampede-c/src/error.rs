@@ -65,6 +65,10 @@ pub enum stp_status {
     /// The operation is not available on this container where it lives (a local-only hook
     /// on a container served by another address space).
     STP_UNSUPPORTED = 27,
+    /// A cluster task ended by failing or panicking; the message says how.
+    STP_TASK_FAILED = 28,
+    /// A cluster task was cancelled, or a wait gave up because the calling task was.
+    STP_CANCELLED = 29,
     /// An internal error was caught at the boundary; the message says where.
     STP_INTERNAL = 99,
 }
@@ -122,7 +126,7 @@ pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 /// The status of each of the core's stable codes: the same number, except for the few
 /// situations C reports as an invalid argument.
-fn status(code: ErrorCode) -> stp_status {
+pub(crate) fn status(code: ErrorCode) -> stp_status {
     use stp_status::*;
     match code {
         ErrorCode::InvalidArgument | ErrorCode::InvalidTimestamp | ErrorCode::ZeroConsumers => {
@@ -152,6 +156,8 @@ fn status(code: ErrorCode) -> stp_status {
         ErrorCode::UnknownTicket => STP_UNKNOWN_TICKET,
         ErrorCode::Interrupted => STP_INTERRUPTED,
         ErrorCode::Unsupported => STP_UNSUPPORTED,
+        ErrorCode::TaskFailed => STP_TASK_FAILED,
+        ErrorCode::Cancelled => STP_CANCELLED,
         // `Internal` and codes newer than this table.
         _ => STP_INTERNAL,
     }
@@ -343,7 +349,7 @@ pub extern "C" fn stp_last_neighbors() -> stp_neighbors {
 #[no_mangle]
 pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
     use stp_status::*;
-    const ALL: [stp_status; 27] = [
+    const ALL: [stp_status; 29] = [
         STP_OK,
         STP_INVALID_ARGUMENT,
         STP_FULL,
@@ -370,6 +376,8 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_UNKNOWN_TICKET,
         STP_INTERRUPTED,
         STP_UNSUPPORTED,
+        STP_TASK_FAILED,
+        STP_CANCELLED,
         STP_INTERNAL,
     ];
     let Some(status) = ALL.into_iter().find(|s| *s as i32 == status) else {
@@ -402,6 +410,8 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_UNKNOWN_TICKET => c"STP_UNKNOWN_TICKET",
         STP_INTERRUPTED => c"STP_INTERRUPTED",
         STP_UNSUPPORTED => c"STP_UNSUPPORTED",
+        STP_TASK_FAILED => c"STP_TASK_FAILED",
+        STP_CANCELLED => c"STP_CANCELLED",
         STP_INTERNAL => c"STP_INTERNAL",
     };
     s.as_ptr()
@@ -425,7 +435,8 @@ mod tests {
         }
     }
 
-    /// `STP_INTERRUPTED` and `STP_UNSUPPORTED` have names; numbers that are no status are unknown.
+    /// `STP_INTERRUPTED`, `STP_UNSUPPORTED` and the cluster statuses have names; numbers
+    /// that are no status are unknown.
     #[test]
     fn status_names() {
         let name = |n: i32| {
@@ -437,7 +448,9 @@ mod tests {
         assert_eq!(name(stp_status::STP_INTERRUPTED as i32), "STP_INTERRUPTED");
         assert_eq!(name(26), "STP_INTERRUPTED");
         assert_eq!(name(stp_status::STP_UNSUPPORTED as i32), "STP_UNSUPPORTED");
-        for n in [-1, 24, 25, 28, 98, 100] {
+        assert_eq!(name(28), "STP_TASK_FAILED");
+        assert_eq!(name(29), "STP_CANCELLED");
+        for n in [-1, 24, 25, 30, 98, 100] {
             assert_eq!(name(n), "STP_UNKNOWN", "{n}");
         }
     }

@@ -11,6 +11,8 @@
 
 #![allow(clippy::missing_safety_doc)] // every exported function documents its contract in `# Safety`
 
+#[cfg(target_os = "linux")]
+mod cluster;
 mod correlate;
 mod error;
 mod events;
@@ -23,6 +25,8 @@ mod pthread;
 mod space;
 mod stm;
 
+#[cfg(target_os = "linux")]
+pub use cluster::*;
 pub use correlate::*;
 pub use error::{stp_last_error, stp_last_neighbors, stp_neighbors, stp_status, stp_status_name};
 pub use events::*;
@@ -60,4 +64,16 @@ const _: () = {
     shared::<stp_subscription>();
     shared::<stp_correlator>();
     shared::<stp_set>();
+};
+
+#[cfg(target_os = "linux")]
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<stp_cluster>();
+    shared::<stp_thread>();
+    shared::<stp_cluster_mutex>();
+    shared::<stp_cluster_cond>();
+    shared::<stp_cluster_sem>();
+    shared::<stp_cluster_barrier>();
+    shared::<stp_cluster_segment>();
 };

@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use stampede_cluster::{
-    Barrier, Cancellation, Cluster, ClusterError, ClusterOptions, Condition, Heap, JoinHandle,
+    Cancellation, Cluster, ClusterError, ClusterOptions, Condition, Heap, JoinHandle,
     Mutex as ClusterMutex, NodeAgent, Placement, Registry, TaskBody, Worker,
 };
 use stampede_net::{Config, Space};
@@ -59,16 +59,25 @@ pub struct stp_pthread_cond_t {
     _opaque: [u64; 6],
 }
 
-/// A barrier, named by its address; holds its member count.
+/// A barrier: its count, arrivals and phase, kept under a mutex and a condition named by
+/// its address (as CableS' pthreads barrier), so any threads may wait in any phase.
 #[repr(C)]
 #[allow(non_camel_case_types)]
 pub struct stp_pthread_barrier_t {
     count: u32,
-    _opaque: [u32; 7],
+    arrived: u32,
+    phase: u64,
+    _opaque: [u64; 2],
 }
 
-/// How long a face's operation waits for another space before it reports `ETIMEDOUT`.
+/// How long attaching a space may take.
 const T: Duration = Duration::from_secs(60);
+
+/// The face's cluster: waits have no limit but their own, as pthreads' have none (a space
+/// that dies still ends the waits on it).
+fn options() -> ClusterOptions {
+    ClusterOptions::default().timeout(None)
+}
 
 struct Face {
     space: Space,
@@ -78,8 +87,8 @@ struct Face {
     attached: Vec<String>,
     placement: Placement,
     threads: Mutex<HashMap<u64, JoinHandle>>,
-    mutexes: Mutex<HashMap<usize, Arc<Held>>>,
-    conds: Mutex<HashMap<usize, Condition>>,
+    mutexes: Mutex<HashMap<(&'static str, usize), Arc<Held>>>,
+    conds: Mutex<HashMap<(&'static str, usize), Condition>>,
 }
 
 /// A mutex and the hold of its current owner in this space.
@@ -94,10 +103,10 @@ static TRAMPOLINE: OnceLock<stp_pthread_trampoline> = OnceLock::new();
 thread_local! {
     /// The trampoline's jump buffer of the thread running here, and `pthread_exit`'s value.
     static FRAME: Cell<(*mut c_void, *mut c_void)> = const { Cell::new((std::ptr::null_mut(), std::ptr::null_mut())) };
+    /// The innermost cleanup handler the header's `pthread_cleanup_push` pushed.
+    static CLEANUP: Cell<*mut c_void> = const { Cell::new(std::ptr::null_mut()) };
     /// The running thread's id and cancellation.
     static SELF: std::cell::RefCell<Option<(u64, Cancellation)>> = const { std::cell::RefCell::new(None) };
-    /// This thread's places in barriers, by address.
-    static BARRIERS: std::cell::RefCell<HashMap<usize, Barrier>> = std::cell::RefCell::new(HashMap::new());
 }
 
 fn face() -> Option<Arc<Face>> {
@@ -131,7 +140,8 @@ fn errno(e: ClusterError) -> (c_int, String) {
         ClusterError::NotOwner { .. } => libc::EPERM,
         ClusterError::Cancelled => libc::ECANCELED,
         ClusterError::NoSpace(_) => libc::EAGAIN,
-        ClusterError::Lost { .. } => libc::EOWNERDEAD,
+        // The object's home died with its state.
+        ClusterError::Lost { .. } => libc::ENOTRECOVERABLE,
         _ => libc::EIO,
     };
     (code, e.to_string())
@@ -188,14 +198,14 @@ fn resolve(name: &str) -> Option<Arc<TaskBody>> {
             // SAFETY: the trampoline calls the start routine with the creator's argument.
             let ret = unsafe { tramp(start, arg as usize as *mut c_void) };
             SELF.with(|s| *s.borrow_mut() = None);
-            BARRIERS.with(|b| b.borrow_mut().clear());
             Ok(Bytes::copy_from_slice(&(ret as usize as u64).to_le_bytes()))
         },
     ))
 }
 
+/// Start routines by offset, and the tasks registered through the C API by name.
 fn registry() -> Registry {
-    Registry::new().resolver(resolve)
+    Registry::new().resolver(|name| resolve(name).or_else(|| crate::cluster::resolve(name)))
 }
 
 fn env_usize(name: &str, default: usize) -> Result<usize, (c_int, String)> {
@@ -229,7 +239,7 @@ fn begin() -> Result<Face, (c_int, String)> {
     let app = format!("pthreads-{}", std::process::id());
     let space =
         Space::join(&app, Config::router(ep.clone())).map_err(|e| (libc::EIO, e.to_string()))?;
-    let opts = ClusterOptions::default().timeout(Some(T));
+    let opts = options();
     let cluster = Cluster::start(&space, registry(), opts).map_err(errno)?;
     let heap = cluster.heap().map_err(errno)?;
     let mut agent = None;
@@ -284,15 +294,21 @@ pub extern "C" fn stp_pthread_start(trampoline: stp_pthread_trampoline) -> c_int
         if let Some(w) = Worker::from_env() {
             // An attached space: serve threads, with the face's calls working in them,
             // until detached; `main` never runs here.
-            let (space, cluster) =
-                match w.start(registry(), ClusterOptions::default().timeout(Some(T))) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        eprintln!("stampede: this address space did not start: {e}");
-                        std::process::exit(1);
-                    }
-                };
-            let heap = cluster.heap().map_err(errno)?;
+            let (space, cluster) = match w.start(registry(), options()) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("stampede: this address space did not start: {e}");
+                    std::process::exit(1);
+                }
+            };
+            let heap = match cluster.heap() {
+                Ok(h) => h,
+                Err(e) => {
+                    // Never on to `main`: this process exists to serve threads.
+                    eprintln!("stampede: this address space has no global heap: {e}");
+                    std::process::exit(1);
+                }
+            };
             let face = Arc::new(Face::new(
                 space,
                 cluster,
@@ -388,6 +404,7 @@ fn report(f: &Face) {
 /// Remembers the calling thread's jump buffer for `pthread_exit`; returns the previous.
 #[no_mangle]
 pub extern "C" fn stp_pthread_frame_enter(jb: *mut c_void) -> *mut c_void {
+    CLEANUP.with(|c| c.set(std::ptr::null_mut()));
     FRAME.with(|f| {
         let (prev, _) = f.get();
         f.set((jb, std::ptr::null_mut()));
@@ -410,6 +427,19 @@ pub extern "C" fn stp_pthread_frame_exit(value: *mut c_void) -> *mut c_void {
         f.set((jb, value));
         jb
     })
+}
+
+/// The innermost cleanup handler of the calling thread (the header's
+/// `pthread_cleanup_push` keeps them on its stack).
+#[no_mangle]
+pub extern "C" fn stp_pthread_cleanup_top() -> *mut c_void {
+    CLEANUP.with(Cell::get)
+}
+
+/// Makes `top` the innermost cleanup handler of the calling thread.
+#[no_mangle]
+pub extern "C" fn stp_pthread_cleanup_set(top: *mut c_void) {
+    CLEANUP.with(|c| c.set(top));
 }
 
 /// The value the thread passed to `pthread_exit`.
@@ -473,7 +503,7 @@ pub unsafe extern "C" fn stp_pthread_create(
 pub unsafe extern "C" fn stp_pthread_join(thread: stp_pthread_t, ret: *mut *mut c_void) -> c_int {
     call(|| {
         let f = started()?;
-        let h = f
+        let mut h = f
             .threads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -482,10 +512,18 @@ pub unsafe extern "C" fn stp_pthread_join(thread: stp_pthread_t, ret: *mut *mut 
                 libc::ESRCH,
                 format!("no thread {thread} to join in this space"),
             ))?;
-        let value = match h.join() {
+        let value = match h.join_until(None, &|| stp_pthread_cancelled()) {
             Ok(b) => b.get(..8).map_or(0, |b| {
                 u64::from_le_bytes(b.try_into().expect("eight bytes"))
             }) as usize as *mut c_void,
+            // The joiner was cancelled: the thread can still be joined.
+            Err(ClusterError::Cancelled) if stp_pthread_cancelled() => {
+                f.threads
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(thread, h);
+                return Ok(libc::ECANCELED);
+            }
             Err(ClusterError::Cancelled) => usize::MAX as *mut c_void,
             Err(e) => return Err(errno(e)),
         };
@@ -548,21 +586,26 @@ fn object(f: &Face, kind: &str, addr: usize) -> String {
     }
 }
 
-fn held(f: &Face, addr: usize) -> Result<Arc<Held>, (c_int, String)> {
+/// The mutex at `addr` (`kind` "m"; a barrier's is "bm").
+fn held_at(f: &Face, kind: &'static str, addr: usize) -> Result<Arc<Held>, (c_int, String)> {
     if addr == 0 {
         return Err((libc::EINVAL, "mutex is NULL".into()));
     }
     let mut m = f.mutexes.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(h) = m.get(&addr) {
+    if let Some(h) = m.get(&(kind, addr)) {
         return Ok(h.clone());
     }
-    let mutex = f.cluster.mutex(&object(f, "m", addr)).map_err(errno)?;
+    let mutex = f.cluster.mutex(&object(f, kind, addr)).map_err(errno)?;
     let h = Arc::new(Held {
         mutex,
         hold: Mutex::new(None),
     });
-    m.insert(addr, h.clone());
+    m.insert((kind, addr), h.clone());
     Ok(h)
+}
+
+fn held(f: &Face, addr: usize) -> Result<Arc<Held>, (c_int, String)> {
+    held_at(f, "m", addr)
 }
 
 /// Readies a mutex (optional: one is made at first use). `attr` is ignored.
@@ -586,35 +629,40 @@ pub extern "C" fn stp_pthread_mutex_destroy(mutex: *mut stp_pthread_mutex_t) -> 
         f.mutexes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&(mutex as usize));
+            .remove(&("m", mutex as usize));
         Ok(0)
     })
 }
 
-fn lock_for(mutex: *mut stp_pthread_mutex_t, timeout: Option<Duration>) -> c_int {
-    call(|| {
-        let h = held(&*started()?, mutex as usize)?;
-        let (hold, owner_died) = h.mutex.lock_raw(timeout).map_err(|e| match e {
-            ClusterError::Timeout { .. } if timeout == Some(Duration::ZERO) => {
-                (libc::EBUSY, "the mutex is held".into())
-            }
-            e => errno(e),
-        })?;
-        *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
-        Ok(if owner_died { libc::EOWNERDEAD } else { 0 })
-    })
+/// Locks the mutex `h`, through a cancellation (a mutex lock is not a cancellation point).
+fn lock_held(h: &Held) -> Result<bool, (c_int, String)> {
+    let (hold, owner_died) = h.mutex.lock_raw_until(None, &|| false).map_err(errno)?;
+    *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+    Ok(owner_died)
 }
 
 /// Locks a mutex; EOWNERDEAD (and held) when its previous owner's space died holding it.
 #[no_mangle]
 pub extern "C" fn stp_pthread_mutex_lock(mutex: *mut stp_pthread_mutex_t) -> c_int {
-    lock_for(mutex, None)
+    call(|| {
+        let h = held(&*started()?, mutex as usize)?;
+        Ok(if lock_held(&h)? { libc::EOWNERDEAD } else { 0 })
+    })
 }
 
-/// Locks a mutex if it is free now; EBUSY otherwise.
+/// Locks a mutex if it is free now (one round trip to its home); EBUSY otherwise.
 #[no_mangle]
 pub extern "C" fn stp_pthread_mutex_trylock(mutex: *mut stp_pthread_mutex_t) -> c_int {
-    lock_for(mutex, Some(Duration::ZERO))
+    call(|| {
+        let h = held(&*started()?, mutex as usize)?;
+        match h.mutex.try_lock_raw().map_err(errno)? {
+            Some((hold, owner_died)) => {
+                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+                Ok(if owner_died { libc::EOWNERDEAD } else { 0 })
+            }
+            None => Ok(libc::EBUSY),
+        }
+    })
 }
 
 /// Unlocks a mutex this space holds; EPERM otherwise.
@@ -633,17 +681,22 @@ pub extern "C" fn stp_pthread_mutex_unlock(mutex: *mut stp_pthread_mutex_t) -> c
     })
 }
 
-fn condition_at(f: &Face, addr: usize) -> Result<Condition, (c_int, String)> {
+/// The condition at `addr` (`kind` "c"; a barrier's is "bc").
+fn condition_of(f: &Face, kind: &'static str, addr: usize) -> Result<Condition, (c_int, String)> {
     if addr == 0 {
         return Err((libc::EINVAL, "condition is NULL".into()));
     }
     let mut c = f.conds.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(x) = c.get(&addr) {
+    if let Some(x) = c.get(&(kind, addr)) {
         return Ok(x.clone());
     }
-    let x = f.cluster.condition(&object(f, "c", addr)).map_err(errno)?;
-    c.insert(addr, x.clone());
+    let x = f.cluster.condition(&object(f, kind, addr)).map_err(errno)?;
+    c.insert((kind, addr), x.clone());
     Ok(x)
+}
+
+fn condition_at(f: &Face, addr: usize) -> Result<Condition, (c_int, String)> {
+    condition_of(f, "c", addr)
 }
 
 /// Readies a condition (optional). `attr` is ignored.
@@ -667,7 +720,7 @@ pub extern "C" fn stp_pthread_cond_destroy(cond: *mut stp_pthread_cond_t) -> c_i
         f.conds
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&(cond as usize));
+            .remove(&("c", cond as usize));
         Ok(0)
     })
 }
@@ -705,8 +758,7 @@ pub extern "C" fn stp_pthread_cond_wait(
             }
             Err(ClusterError::Cancelled) => {
                 // Cancelled while waiting: the mutex is taken again first, as POSIX has it.
-                let (hold, _) = h.mutex.lock_raw(None).map_err(errno)?;
-                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+                lock_held(&h)?;
                 Ok(libc::ECANCELED)
             }
             Err(e) => Err(errno(e)),
@@ -754,21 +806,36 @@ pub unsafe extern "C" fn stp_pthread_barrier_init(
                 "a barrier needs an address and members".into(),
             ));
         }
-        // SAFETY: checked non-NULL; the caller's contract.
-        unsafe { (*barrier).count = count };
+        // SAFETY: checked non-NULL; the caller's contract (no thread waits on it yet).
+        unsafe {
+            (*barrier).count = count;
+            (*barrier).arrived = 0;
+            (*barrier).phase = 0;
+        }
         Ok(0)
     })
 }
 
-/// Forgets the calling thread's place in a barrier.
+/// Forgets a barrier's objects in this space.
 #[no_mangle]
 pub extern "C" fn stp_pthread_barrier_destroy(barrier: *mut stp_pthread_barrier_t) -> c_int {
-    BARRIERS.with(|b| b.borrow_mut().remove(&(barrier as usize)));
-    0
+    call(|| {
+        let f = started()?;
+        let addr = barrier as usize;
+        f.mutexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&("bm", addr));
+        f.conds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&("bc", addr));
+        Ok(0)
+    })
 }
 
-/// Waits until `count` threads wait on the barrier; one of them gets
-/// PTHREAD_BARRIER_SERIAL_THREAD, the others 0.
+/// Waits until `count` threads wait on the barrier, whichever threads and spaces they are;
+/// one of them gets PTHREAD_BARRIER_SERIAL_THREAD, the others 0. Not a cancellation point.
 ///
 /// # Safety
 /// `barrier` was initialised.
@@ -780,26 +847,56 @@ pub unsafe extern "C" fn stp_pthread_barrier_wait(barrier: *mut stp_pthread_barr
         if barrier.is_null() {
             return Err((libc::EINVAL, "barrier is NULL".into()));
         }
-        let joined = BARRIERS.with(|b| b.borrow().contains_key(&addr));
-        if !joined {
-            // SAFETY: initialised by the caller's contract (global memory is brought up to
-            // date by the read).
-            let count = unsafe { std::ptr::read_volatile(&(*barrier).count) };
-            let b = f
-                .cluster
-                .barrier(&object(&f, "b", addr), count as usize)
-                .map_err(errno)?;
-            BARRIERS.with(|m| m.borrow_mut().insert(addr, b));
+        let h = held_at(&f, "bm", addr)?;
+        let c = condition_of(&f, "bc", addr)?;
+        lock_held(&h)?;
+        // Under the barrier's mutex, so its fields are this space's to read and write (the
+        // lock brought them up to date; the unlock releases them).
+        // SAFETY: initialised by the caller's contract, and only touched under the mutex.
+        let (count, phase) = unsafe {
+            (
+                std::ptr::read_volatile(&(*barrier).count),
+                std::ptr::read_volatile(&(*barrier).phase),
+            )
+        };
+        // SAFETY: as above.
+        let arrived = unsafe { std::ptr::read_volatile(&(*barrier).arrived) } + 1;
+        let serial = arrived >= count;
+        if serial {
+            // SAFETY: as above.
+            unsafe {
+                std::ptr::write_volatile(&mut (*barrier).arrived, 0);
+                std::ptr::write_volatile(&mut (*barrier).phase, phase.wrapping_add(1));
+            }
+            c.broadcast().map_err(errno)?;
+        } else {
+            // SAFETY: as above.
+            unsafe { std::ptr::write_volatile(&mut (*barrier).arrived, arrived) };
+            // SAFETY: as above; each wait returns with the mutex held again.
+            while unsafe { std::ptr::read_volatile(&(*barrier).phase) } == phase {
+                let hold = h
+                    .hold
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .ok_or((libc::EPERM, "the barrier's mutex is not held".into()))?;
+                let (hold, _, _) = c
+                    .wait_raw_until(&h.mutex, hold, None, &|| false)
+                    .map_err(errno)?;
+                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+            }
         }
-        BARRIERS.with(|m| {
-            let m = m.borrow();
-            let b = m.get(&addr).expect("joined above");
-            b.wait().map_err(errno)?;
-            Ok(if b.rank() == 0 {
-                libc::PTHREAD_BARRIER_SERIAL_THREAD
-            } else {
-                0
-            })
+        let hold = h
+            .hold
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or((libc::EPERM, "the barrier's mutex is not held".into()))?;
+        h.mutex.unlock_raw(hold).map_err(errno)?;
+        Ok(if serial {
+            libc::PTHREAD_BARRIER_SERIAL_THREAD
+        } else {
+            0
         })
     })
 }

@@ -84,7 +84,7 @@ impl Cluster {
             })?;
         // The watch starts before this space announces itself, so no member's
         // departure is missed; its history brings the members already there.
-        let events = match space.watch() {
+        let events = match space.watch_under(&member_name("")) {
             Ok(w) => w,
             Err(e) => {
                 space.unserve(SERVICE);

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use stampede_core::ErrorCode;
 use stampede_net::{InvokeError, NetError};
 use stampede_strata::StrataError;
 
@@ -72,6 +73,26 @@ impl fmt::Display for ClusterError {
             ClusterError::Net(e) => write!(f, "{e}"),
             ClusterError::Barrier(e) => write!(f, "barrier: {e}"),
             ClusterError::Heap(s) => write!(f, "global heap: {s}"),
+        }
+    }
+}
+
+impl ClusterError {
+    /// The project's stable code for this error, which every face reports.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ClusterError::InvalidArgument(_) | ClusterError::NotOwner { .. } => {
+                ErrorCode::InvalidArgument
+            }
+            ClusterError::UnknownTask { .. } => ErrorCode::NotFound,
+            ClusterError::Failed { .. } | ClusterError::Panicked { .. } => ErrorCode::TaskFailed,
+            ClusterError::Cancelled => ErrorCode::Cancelled,
+            ClusterError::Lost { .. } | ClusterError::Barrier(_) => ErrorCode::Unreachable,
+            ClusterError::NoSpace(_) => ErrorCode::Unavailable,
+            ClusterError::Timeout { .. } => ErrorCode::Timeout,
+            ClusterError::Invoke(e) => e.code(),
+            ClusterError::Net(e) => e.code(),
+            ClusterError::Heap(_) => ErrorCode::Unsupported,
         }
     }
 }

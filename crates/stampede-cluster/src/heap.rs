@@ -242,15 +242,24 @@ unsafe fn install() -> Result<(), String> {
 }
 
 extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
-    let addr = unsafe { (*info).si_addr() } as usize;
-    if !(BASE..BASE + LEN).contains(&addr) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers; errno is the
+    // interrupted code's, given back as it was.
+    let (addr, sent, errno) = unsafe {
+        (
+            (*info).si_addr() as usize,
+            (*info).si_code <= 0,
+            *libc::__errno_location(),
+        )
+    };
+    if sent || !(BASE..BASE + LEN).contains(&addr) {
+        // A signal some process sent, or a fault outside the heap.
         // SAFETY: forwards the kernel's arguments unchanged.
-        unsafe { pass_on(sig, info, ctx) };
+        unsafe { pass_on(sig, info, ctx, sent) };
         return;
     }
     match catch_unwind(AssertUnwindSafe(|| fault(addr))) {
-        Ok(Ok(())) => {}
+        // SAFETY: the calling thread's errno.
+        Ok(Ok(())) => unsafe { *libc::__errno_location() = errno },
         Ok(Err(e)) => die(&format!(
             "stampede: global memory at {addr:#x} cannot be reached: {e}\n"
         )),
@@ -262,13 +271,18 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c
 
 /// A fault outside the heap goes to the handler that was there before, or ends the
 /// process as it would have.
-unsafe fn pass_on(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+unsafe fn pass_on(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void, sent: bool) {
     let Some(old) = PREVIOUS.get() else {
         return;
     };
-    if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
-        // Back to the default; the instruction faults again and the process ends.
+    if old.sa_sigaction == libc::SIG_IGN && sent {
+    } else if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
+        // Back to the default: a fault happens again when the instruction runs again, and
+        // a sent signal is raised again; either ends the process.
         libc::sigaction(sig, old, std::ptr::null_mut());
+        if sent {
+            libc::raise(sig);
+        }
     } else if old.sa_flags & libc::SA_SIGINFO != 0 {
         let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
             std::mem::transmute(old.sa_sigaction);
@@ -560,19 +574,20 @@ pub(crate) fn acquire(sh: &Shared) {
         let mut st = lock(&c.state);
         if st.present {
             st.present = false;
-            // Failing to close a chunk leaves it readable and stale: say so.
+            // A chunk that cannot be closed would be read stale: that cannot go on.
             if let Err(e) = protect(BASE + n * CHUNK, CHUNK, libc::PROT_NONE) {
-                tracing::error!("global heap: {e}");
+                die(&format!("stampede: global heap chunk {n}: {e}\n"));
             }
         }
     }
 }
 
-/// This space's cluster stopped: its heap is forgotten.
+/// This space's cluster stopped: chunks already here stay readable for threads still
+/// running; the next touch of any other fails. The memory is forgotten when another
+/// cluster takes the heap.
 pub(crate) fn unbind(sh: &Shared) {
     if let Some(heap) = bound_to(sh) {
-        *lock(&heap.bound) = None;
-        heap.reset();
+        *lock(&heap.bound) = Some(Weak::new());
     }
 }
 
@@ -659,27 +674,27 @@ impl Heap {
             })?;
         let st = state()?;
         let sh = &self.cluster.sh;
-        let mut a = lock(&st.arenas);
-        let mut taken = None;
-        for (n, ra) in a.mine.iter_mut() {
-            if let Ok(r) = ra.allocate_range(want) {
+        let r = loop {
+            let mut a = lock(&st.arenas);
+            if let Some(r) = a.mine.iter_mut().find_map(|(n, ra)| {
                 let at = BASE + *n * ARENA;
-                taken = Some(at + r.start..at + r.end);
-                break;
+                ra.allocate_range(want)
+                    .ok()
+                    .map(|r| at + r.start..at + r.end)
+            }) {
+                break r;
             }
-        }
-        let r = match taken {
-            Some(r) => r,
-            None => {
-                let n = claim_arena(sh, &a)?;
-                let mut ra = RangeAllocator::new(0..ARENA);
-                let r = ra
-                    .allocate_range(want)
-                    .expect("an empty arena holds any block");
-                a.mine.push((n, ra));
-                BASE + n * ARENA + r.start..BASE + n * ARENA + r.end
+            let from = a.mine.iter().map(|(n, _)| n + 1).max().unwrap_or(0);
+            // Claimed without the lock: a claim asks other spaces, and frees from them
+            // (served one at a time) must not wait for it.
+            drop(a);
+            let n = claim_arena(sh, from)?;
+            let mut a = lock(&st.arenas);
+            if !a.mine.iter().any(|(m, _)| *m == n) {
+                a.mine.push((n, RangeAllocator::new(0..ARENA)));
             }
         };
+        let mut a = lock(&st.arenas);
         let addr = (r.start + align - 1) & !(align - 1);
         a.blocks.insert(addr, r);
         st.counts.allocs.fetch_add(1, Ordering::Relaxed);
@@ -709,6 +724,9 @@ impl Heap {
                     "{addr:#x} is in an arena no space of the cluster holds"
                 ))
             })?;
+        // This space's writes to the block reach its home before its owner can give it out
+        // again, so they never land on the next user's data.
+        release(sh)?;
         sh.send(&owner, &Msg::Free { addr: addr as u64 })?;
         st.counts.remote_frees.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -743,9 +761,8 @@ impl Heap {
     }
 }
 
-/// Claims the next arena no space holds.
-fn claim_arena(sh: &Shared, a: &Arenas) -> Result<usize, ClusterError> {
-    let from = a.mine.last().map_or(0, |(n, _)| n + 1);
+/// Claims the next arena from `from` that no space holds.
+fn claim_arena(sh: &Shared, from: usize) -> Result<usize, ClusterError> {
     for n in from..LEN / ARENA {
         if sh.home(&arena_name(n), Kind::Segment, 0)? == sh.id {
             return Ok(n);

@@ -33,6 +33,9 @@ impl Action {
     }
 }
 
+/// Why a try-lock was refused.
+pub(crate) const BUSY: &str = "busy";
+
 /// The kinds of object, one table for the kinds and their names in the name server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -148,6 +151,24 @@ impl Homes {
     }
 
     /// `w` asks for mutex or semaphore `name`.
+    /// As [`lock`](Homes::lock), but refused with [`BUSY`] instead of queued when the
+    /// mutex is held or the semaphore has no permit.
+    pub fn try_lock(&mut self, name: &str, w: Waiter) -> Vec<Action> {
+        let busy = match self.objects.get(name) {
+            Some(Object::Mutex { holder, .. }) => holder.is_some(),
+            Some(Object::Semaphore { count, .. }) => *count == 0,
+            _ => false,
+        };
+        if busy {
+            vec![Action::Refuse {
+                to: w,
+                why: BUSY.into(),
+            }]
+        } else {
+            self.lock(name, w)
+        }
+    }
+
     pub fn lock(&mut self, name: &str, w: Waiter) -> Vec<Action> {
         match self.objects.get_mut(name) {
             Some(Object::Mutex {

@@ -246,7 +246,7 @@ impl Cluster {
         let token = format!("{}-{}", sh.id, sh.next_seq());
         let started = Instant::now();
         // Watch before asking, so the new member's registration is not missed.
-        let events = sh.space.watch()?;
+        let events = sh.space.watch_under(&member_name(""))?;
         sh.space
             .call(agent, NODE_SERVICE, encode_attach(&token, command, &[]))?
             .wait()?;

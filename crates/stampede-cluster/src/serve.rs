@@ -61,6 +61,11 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             sh.apply(&object, acts);
             none()
         }
+        Msg::TryLock { object, seq } => {
+            let acts = lock(&sh.homes).try_lock(&object, waiter(seq));
+            sh.apply(&object, acts);
+            none()
+        }
         Msg::Unlock { object, seq } => {
             let acts = lock(&sh.homes).unlock(&object, &waiter(seq));
             sh.apply(&object, acts);

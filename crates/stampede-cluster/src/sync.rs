@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::ClusterError;
-use crate::home::{Kind, Waiter};
+use crate::home::{Kind, Waiter, BUSY};
 use crate::segment;
 use crate::shared::{cancelled_here, lock, Answer, Cluster, ClusterOp, Pending, Shared};
 use crate::waits::NoAnswer;
@@ -91,16 +91,40 @@ fn acquire(
     deadline: Option<Instant>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Granted, ClusterError> {
+    request(sh, object, home, deadline, stop, false)
+}
+
+/// Asks for `object` now: `None` when it is held (or has no permit).
+fn try_acquire(sh: &Shared, object: &str, home: &str) -> Result<Option<Granted>, ClusterError> {
+    match request(sh, object, home, None, &|| false, true) {
+        Ok(g) => Ok(Some(g)),
+        Err(ClusterError::InvalidArgument(why)) if why == BUSY => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn request(
+    sh: &Shared,
+    object: &str,
+    home: &str,
+    deadline: Option<Instant>,
+    stop: &dyn Fn() -> bool,
+    now_or_never: bool,
+) -> Result<Granted, ClusterError> {
     let seq = sh.next_seq();
     sh.answers.open(seq);
     if home == sh.id {
-        let acts = lock(&sh.homes).lock(
-            object,
-            Waiter {
-                space: sh.id.clone(),
-                seq,
-            },
-        );
+        let w = Waiter {
+            space: sh.id.clone(),
+            seq,
+        };
+        let mut homes = lock(&sh.homes);
+        let acts = if now_or_never {
+            homes.try_lock(object, w)
+        } else {
+            homes.lock(object, w)
+        };
+        drop(homes);
         sh.apply(object, acts);
     } else {
         lock(&sh.pending).insert(
@@ -109,11 +133,19 @@ fn acquire(
                 home: home.to_owned(),
             },
         );
+        let (object_, seq_) = (object.to_owned(), seq);
         let sent = sh.send(
             home,
-            &Msg::Lock {
-                object: object.to_owned(),
-                seq,
+            &if now_or_never {
+                Msg::TryLock {
+                    object: object_,
+                    seq: seq_,
+                }
+            } else {
+                Msg::Lock {
+                    object: object_,
+                    seq: seq_,
+                }
             },
         );
         if let Err(e) = sent {
@@ -303,6 +335,37 @@ impl Mutex {
         self.acquire_counted(timeout.map(|t| Instant::now() + t))
     }
 
+    /// As [`lock_raw`](Mutex::lock_raw), giving up with [`ClusterError::Cancelled`] when
+    /// `stop` says so (checked every 50 ms) instead of when the calling task is cancelled:
+    /// `&|| false` waits through a cancellation, as a pthreads mutex lock does.
+    pub fn lock_raw_until(
+        &self,
+        timeout: Option<Duration>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(u64, bool), ClusterError> {
+        let m = &self.inner;
+        let started = Instant::now();
+        let r = acquire(
+            &m.cluster.sh,
+            &m.name,
+            &m.home,
+            timeout.map(|t| started + t),
+            stop,
+        );
+        m.cluster.sh.counters.timed(ClusterOp::Lock, started);
+        r
+    }
+
+    /// Locks it if it is free now, without queuing: the hold and whether the previous
+    /// owner died, or `None` when another task holds it. One round trip to its home.
+    pub fn try_lock_raw(&self) -> Result<Option<(u64, bool)>, ClusterError> {
+        let m = &self.inner;
+        let started = Instant::now();
+        let r = try_acquire(&m.cluster.sh, &m.name, &m.home);
+        m.cluster.sh.counters.timed(ClusterOp::Lock, started);
+        r
+    }
+
     /// Releases the hold numbered `hold` (from [`lock_raw`](Mutex::lock_raw)).
     pub fn unlock_raw(&self, hold: u64) -> Result<(), ClusterError> {
         let m = &self.inner;
@@ -384,7 +447,8 @@ impl Condition {
     ) -> Result<(MutexGuard, bool), LockError> {
         guard.held = false;
         let mutex = guard.mutex.clone();
-        let (hold, owner_died, timed_out) = self.wait_hold(&mutex, guard.seq, deadline)?;
+        let (hold, owner_died, timed_out) =
+            self.wait_hold(&mutex, guard.seq, deadline, &cancelled_here)?;
         let g = MutexGuard {
             mutex,
             seq: hold,
@@ -406,7 +470,25 @@ impl Condition {
         hold: u64,
         timeout: Option<Duration>,
     ) -> Result<(u64, bool, bool), ClusterError> {
-        self.wait_hold(mutex, hold, timeout.map(|t| Instant::now() + t))
+        self.wait_hold(
+            mutex,
+            hold,
+            timeout.map(|t| Instant::now() + t),
+            &cancelled_here,
+        )
+    }
+
+    /// As [`wait_raw`](Condition::wait_raw), giving up with [`ClusterError::Cancelled`]
+    /// when `stop` says so instead of when the calling task is cancelled (`&|| false`: a
+    /// wait that is not a cancellation point).
+    pub fn wait_raw_until(
+        &self,
+        mutex: &Mutex,
+        hold: u64,
+        timeout: Option<Duration>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(u64, bool, bool), ClusterError> {
+        self.wait_hold(mutex, hold, timeout.map(|t| Instant::now() + t), stop)
     }
 
     fn wait_hold(
@@ -414,9 +496,10 @@ impl Condition {
         mutex: &Mutex,
         hold: u64,
         deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
     ) -> Result<(u64, bool, bool), ClusterError> {
         let started = Instant::now();
-        let r = self.wait_uncounted(mutex, hold, deadline);
+        let r = self.wait_uncounted(mutex, hold, deadline, stop);
         self.cluster.sh.counters.timed(ClusterOp::Wait, started);
         r
     }
@@ -427,6 +510,7 @@ impl Condition {
         mutex: &Mutex,
         hold: u64,
         deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
     ) -> Result<(u64, bool, bool), ClusterError> {
         let sh = &self.cluster.sh;
         let m = &mutex.inner;
@@ -478,7 +562,7 @@ impl Condition {
             seq,
             deadline,
             "condition wait",
-            &cancelled_here,
+            stop,
         );
         let timed_out = match woken {
             Ok(Answer::Woken) => false,

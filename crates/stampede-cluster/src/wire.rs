@@ -93,6 +93,8 @@ pub(crate) enum Msg {
     },
     /// Free the global heap's block at `addr`, of an arena of the callee's (one way).
     Free { addr: u64 },
+    /// Lock `object` now or be refused, never queued (answered as [`Msg::Lock`] is).
+    TryLock { object: String, seq: u64 },
 }
 
 const RUN: u8 = 1;
@@ -116,6 +118,7 @@ const STORE: u8 = 18;
 const DETACH: u8 = 19;
 const STATS: u8 = 20;
 const FREE: u8 = 21;
+const TRY_LOCK: u8 = 22;
 
 struct Writer(BytesMut);
 
@@ -257,6 +260,7 @@ impl Msg {
             Msg::Detach => Writer::new(DETACH).done(),
             Msg::Stats => Writer::new(STATS).done(),
             Msg::Free { addr } => Writer::new(FREE).u64(*addr).done(),
+            Msg::TryLock { object, seq } => Writer::new(TRY_LOCK).str(object).u64(*seq).done(),
             Msg::Fetch { segment, have } => Writer::new(FETCH).str(segment).u64(*have).done(),
             Msg::Store { segment, writes } => {
                 let mut w = Writer::new(STORE).str(segment).u32(writes.len() as u32);
@@ -340,6 +344,10 @@ impl Msg {
             DETACH => Msg::Detach,
             STATS => Msg::Stats,
             FREE => Msg::Free { addr: r.u64()? },
+            TRY_LOCK => Msg::TryLock {
+                object: r.str()?,
+                seq: r.u64()?,
+            },
             FETCH => Msg::Fetch {
                 segment: r.str()?,
                 have: r.u64()?,
@@ -507,6 +515,7 @@ mod tests {
             Just(Msg::Detach),
             Just(Msg::Stats),
             any::<u64>().prop_map(|addr| Msg::Free { addr }),
+            (text(), any::<u64>()).prop_map(|(object, seq)| Msg::TryLock { object, seq }),
             (text(), any::<u8>()).prop_map(|(object, kind)| Msg::Claim { object, kind }),
             (text(), any::<u64>()).prop_map(|(segment, have)| Msg::Fetch { segment, have }),
             (

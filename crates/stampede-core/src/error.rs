@@ -386,6 +386,10 @@ error_codes! {
     Interrupted = 26, "interrupted";
     /// The operation is not available on this container where it lives.
     Unsupported = 27, "unsupported";
+    /// A cluster task ended by failing or panicking.
+    TaskFailed = 28, "task_failed";
+    /// A cluster task was cancelled, or a wait gave up because its task was.
+    Cancelled = 29, "cancelled";
     /// A failure inside the runtime or at a language boundary.
     Internal = 99, "internal";
 }

@@ -78,6 +78,18 @@ pub enum InvokeError {
 }
 
 impl InvokeError {
+    /// The project's stable code for this error.
+    pub fn code(&self) -> stampede_core::ErrorCode {
+        use stampede_core::ErrorCode;
+        match self {
+            InvokeError::InvalidName(_) => ErrorCode::InvalidName,
+            InvokeError::Unknown { .. } => ErrorCode::NotFound,
+            InvokeError::Failed { .. } => ErrorCode::TaskFailed,
+            InvokeError::Unreachable { .. } => ErrorCode::Unreachable,
+            InvokeError::Timeout { .. } => ErrorCode::Timeout,
+        }
+    }
+
     /// The address space invoked, if the invocation got as far as naming one.
     pub fn space(&self) -> Option<&str> {
         match self {

@@ -1196,13 +1196,29 @@ impl Space {
 
     /// Watches names being registered and removed; current names come first as `Added`.
     pub fn watch(&self) -> Result<NameWatch, NetError> {
+        self.watch_under("")
+    }
+
+    /// As [`watch`](Space::watch), for the names under `prefix` only (`""`, or whole
+    /// chunks ending in `/`, such as `"cluster/space/"`): the name server sends only those,
+    /// so a watch of a few names costs nothing however many others there are.
+    pub fn watch_under(&self, prefix: &str) -> Result<NameWatch, NetError> {
+        let chunks = prefix.strip_suffix('/').map(|p| p.split('/'));
+        let whole = match chunks {
+            None => prefix.is_empty(),
+            Some(mut c) => c.all(|c| !c.is_empty() && !c.contains(['*', '$', '?', '#'])),
+        };
+        if !whole {
+            return Err(NetError::Stm(StmError::InvalidName(prefix.to_owned())));
+        }
         let (tx, rx) = crossbeam_channel::unbounded();
+        let under = format!("stampede/{}/name/*/{prefix}**", self.sh.app);
         let prefix = format!("stampede/{}/name/", self.sh.app);
         let sub = self
             .sh
             .session
             .liveliness()
-            .declare_subscriber(format!("{prefix}*/**"))
+            .declare_subscriber(under)
             .history(true)
             .callback(move |s| {
                 let rest = s.key_expr().as_str().strip_prefix(&prefix).unwrap_or("");

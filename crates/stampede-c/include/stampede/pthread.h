@@ -13,8 +13,13 @@
  *   is locked with EOWNERDEAD, as a robust mutex.
  * - Static variables are each space's own: share data through malloc'd memory.
  * - Thread-specific data (pthread_key_*) is the C library's: each thread runs in one space.
- * - Attributes are ignored; cancellation is deferred, at pthread_testcancel, condition
- *   waits, joins and barrier waits.
+ * - Attributes are ignored; cancellation is deferred, taken at pthread_testcancel,
+ *   condition waits and joins, and runs the handlers of pthread_cleanup_push.
+ * - rwlocks, spinlocks, pthread_once and POSIX semaphores are not mapped: they act within
+ *   one address space. Memory the C library allocates (strdup) is private, and free hands
+ *   it back to the library; a library function that grows a buffer itself (getline) must
+ *   not be given one from malloc. A system call's buffer in the heap must be written to
+ *   first since the last lock (else the call fails with EFAULT).
  *
  * pthread_start() and pthread_end() are optional: the face starts before main and ends at
  * exit.
@@ -60,7 +65,20 @@ __attribute__((constructor, used)) static void stp__pthread_init(void) {
 static inline int pthread_start(void) { return stp_pthread_start(stp__trampoline); }
 static inline void pthread_end(void) { stp_pthread_end(); }
 
+/* A handler of pthread_cleanup_push, on the pushing thread's stack. */
+struct stp__cleanup {
+    void (*routine)(void *);
+    void *arg;
+    struct stp__cleanup *next;
+};
+
 __attribute__((noreturn)) static inline void stp__pthread_exit(void *value) {
+    /* The cleanup handlers still pushed run first, innermost first. */
+    struct stp__cleanup *c;
+    while ((c = (struct stp__cleanup *)stp_pthread_cleanup_top()) != NULL) {
+        stp_pthread_cleanup_set(c->next);
+        c->routine(c->arg);
+    }
     void *jb = stp_pthread_frame_exit(value);
     if (jb)
         longjmp(*(jmp_buf *)jb, 1);
@@ -93,9 +111,6 @@ static inline int stp__pthread_cond_timedwait(stp_pthread_cond_t *c, stp_pthread
     return stp__cancel_point(stp_pthread_cond_wait(c, m, true, at->tv_sec, at->tv_nsec));
 }
 
-static inline int stp__pthread_barrier_wait(stp_pthread_barrier_t *b) {
-    return stp__cancel_point(stp_pthread_barrier_wait(b));
-}
 
 static inline int stp__pthread_equal(stp_pthread_t a, stp_pthread_t b) { return a == b; }
 
@@ -138,7 +153,20 @@ static inline int stp__pthread_equal(stp_pthread_t a, stp_pthread_t b) { return 
 #define pthread_barrier_init(b, attr, n) \
     stp_pthread_barrier_init((b), (const void *)(attr), (n))
 #define pthread_barrier_destroy stp_pthread_barrier_destroy
-#define pthread_barrier_wait stp__pthread_barrier_wait
+#define pthread_barrier_wait stp_pthread_barrier_wait
+
+#undef pthread_cleanup_push
+#undef pthread_cleanup_pop
+#define pthread_cleanup_push(routine, arg)                                               \
+    do {                                                                                 \
+        struct stp__cleanup stp__cleanup_ = {(routine), (arg),                           \
+                                             (struct stp__cleanup *)stp_pthread_cleanup_top()}; \
+        stp_pthread_cleanup_set(&stp__cleanup_);
+#define pthread_cleanup_pop(execute)                                                     \
+        stp_pthread_cleanup_set(stp__cleanup_.next);                                     \
+        if (execute)                                                                     \
+            stp__cleanup_.routine(stp__cleanup_.arg);                                    \
+    } while (0)
 
 #define malloc stp_malloc
 #define calloc stp_calloc

@@ -57,6 +57,10 @@ public enum Status {
     INTERRUPTED(26),
     /** The operation is not available on this container where it lives. */
     UNSUPPORTED(27),
+    /** A cluster task ended by failing or panicking. */
+    TASK_FAILED(28),
+    /** A cluster task was cancelled, or a wait gave up because its task was. */
+    CANCELLED(29),
     /** An internal error was caught at the boundary. */
     INTERNAL(99);
 
