@@ -226,3 +226,44 @@ fn a_space_with_many_names_lists_them_all() {
         .count()
         == 600));
 }
+
+/// A watch under a prefix sees the names there, already registered and new, and none of
+/// the others; a prefix that is not whole name chunks is refused.
+#[test]
+fn a_watch_under_a_prefix_sees_only_its_names() {
+    let (a, b) = pair("watch-under");
+    for i in 0..50 {
+        a.register_service(&format!("other/{i}"), "").unwrap();
+    }
+    a.register_service("mine/early", "e").unwrap();
+    let w = b.watch_under("mine/").unwrap();
+    a.register_service("mine/late", "l").unwrap();
+    a.register_service("other/late", "").unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match w.recv_timeout(T) {
+            Some(stampede_net::NameEvent::Added(r)) => seen.push((r.name, r.meta)),
+            Some(other) => panic!("unexpected {other:?}"),
+            None => panic!("saw only {seen:?}"),
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("mine/early".to_owned(), "e".to_owned()),
+            ("mine/late".to_owned(), "l".to_owned())
+        ]
+    );
+    assert!(w.recv_timeout(Duration::from_millis(200)).is_none());
+    for bad in ["mine", "/mine/", "mi*/", "a//"] {
+        assert!(
+            matches!(
+                b.watch_under(bad),
+                Err(NetError::Stm(StmError::InvalidName(_)))
+            ),
+            "{bad:?}"
+        );
+    }
+    assert!(b.watch_under("").is_ok());
+}
