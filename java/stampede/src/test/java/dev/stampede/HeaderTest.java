@@ -68,7 +68,11 @@ class HeaderTest {
         TreeSet<String> structs = new TreeSet<>();
         Matcher m = Pattern.compile("typedef struct \\{[^}]*\\} (stp_\\w+);").matcher(h);
         while (m.find()) {
-            structs.add(m.group(1));
+            // The pthreads face's mutex, condition and barrier are storage in C programs,
+            // never handed to Java.
+            if (!m.group(1).startsWith("stp_pthread_")) {
+                structs.add(m.group(1));
+            }
         }
         assertTrue(structs.size() >= 8, structs.toString());
         assertEquals(structs, new TreeSet<>(Layouts.ALL.keySet()));
