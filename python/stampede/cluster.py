@@ -23,6 +23,11 @@ b'144'
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import numpy.typing as npt
 
 from ._stampede import (
     Space,
@@ -67,8 +72,46 @@ __all__ = [
     "UnknownTask",
     "cluster_stats",
     "list_tasks",
+    "segment_array",
+    "segment_view",
     "serve_attached",
 ]
+
+
+def segment_array(seg: Segment, dtype: npt.DTypeLike, offset: int = 0, count: int = -1) -> np.ndarray:
+    """``count`` elements of ``dtype`` at byte ``offset`` of ``seg`` (all that fit by
+    default), as a new array: this space's copy as of now."""
+    dt = np.dtype(dtype)
+    n = (len(seg) - offset) // dt.itemsize if count < 0 else count
+    return np.frombuffer(seg.read(offset, n * dt.itemsize), dtype=dt).copy()
+
+
+@contextmanager
+def segment_view(
+    seg: Segment, dtype: npt.DTypeLike, offset: int = 0, count: int = -1
+) -> Iterator[np.ndarray]:
+    """A typed view of ``seg`` for a ``with`` block: an array of its elements, whose
+    changed bytes are written back when the block ends (so only they count as this space's
+    writes, and other spaces' releases to the rest are kept)::
+
+        with cluster.segment_view(seg, np.float64) as rod:
+            rod[lo:hi] = new
+    """
+    a = segment_array(seg, dtype, offset, count)
+    before = a.tobytes()
+    yield a
+    after = a.tobytes()
+    if len(after) != len(before):
+        raise ValueError("a segment view's array must keep its size")
+    changed = np.flatnonzero(np.frombuffer(before, np.uint8) != np.frombuffer(after, np.uint8))
+    if changed.size == 0:
+        return
+    # Runs of consecutive changed bytes, each written once.
+    breaks = np.flatnonzero(np.diff(changed) != 1)
+    starts = np.concatenate(([changed[0]], changed[breaks + 1]))
+    ends = np.concatenate((changed[breaks], [changed[-1]])) + 1
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        seg.write(offset + s, after[s:e])
 
 
 def serve_attached() -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 import stampede as sp
@@ -172,6 +173,28 @@ def test_a_segment_written_under_a_lock_is_read_by_the_next_holder(
         assert sa.read()[6:] == bytes(10)
     with pytest.raises(InvalidArgument):
         sa.write(15, b"xy")
+
+
+def test_typed_views_write_only_the_elements_they_change(
+    pair: tuple[cluster.Cluster, cluster.Cluster],
+) -> None:
+    ca, cb = pair
+    sa, sb = ca.segment("typed", 64), cb.segment("typed", 64)
+    with ca.mutex("tl"):
+        with cluster.segment_view(sa, np.float64) as a:
+            assert a.shape == (8,) and not a.any()
+            a[:4] = [1.0, 2.0, 3.0, 4.0]
+    # The other space's view covers elements 6 and 7 only, and writes just those.
+    with cb.mutex("tl"):
+        with cluster.segment_view(sb, np.float64, offset=48) as b:
+            b[:] = [6.5, 7.5]
+    with ca.mutex("tl"):
+        got = cluster.segment_array(sa, np.float64)
+    assert got.tolist() == [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 6.5, 7.5]
+    assert cluster.segment_array(sa, np.int32, offset=8, count=2).dtype == np.int32
+    with pytest.raises(ValueError):
+        with cluster.segment_view(sa, np.uint8) as c:
+            c.resize(3, refcheck=False)
 
 
 def test_a_node_agent_attaches_a_python_space_that_runs_tasks_by_import_path(

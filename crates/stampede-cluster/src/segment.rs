@@ -238,6 +238,30 @@ impl Segment {
         Ok(r)
     }
 
+    /// Runs `f` over its bytes as elements of `T` (as many as fit; copied, since the
+    /// bytes need not be aligned for `T`).
+    pub fn with_as<T: bytemuck::Pod, R>(
+        &self,
+        f: impl FnOnce(&[T]) -> R,
+    ) -> Result<R, ClusterError> {
+        self.with(|d| f(&typed::<T>(d)))
+    }
+
+    /// Runs `f` over its bytes as elements of `T` to change them; as
+    /// [`with_mut`](Segment::with_mut), only the bytes it changed count as written.
+    pub fn with_mut_as<T: bytemuck::Pod, R>(
+        &self,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> Result<R, ClusterError> {
+        self.with_mut(|d| {
+            let mut v = typed::<T>(d);
+            let r = f(&mut v);
+            let bytes: &[u8] = bytemuck::cast_slice(&v);
+            d[..bytes.len()].copy_from_slice(bytes);
+            r
+        })
+    }
+
     /// Makes this space's writes since its last release visible to the next acquirer.
     pub fn release(&self) -> Result<(), ClusterError> {
         let sh = &self.cluster.sh;
@@ -254,4 +278,15 @@ impl Segment {
         st.valid = false;
         ensure(sh, &self.cache, &mut st)
     }
+}
+
+/// The elements of `T` that fit in `d`.
+fn typed<T: bytemuck::Pod>(d: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    if size == 0 {
+        return Vec::new();
+    }
+    let mut v = vec![T::zeroed(); d.len() / size];
+    bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&d[..d.len() / size * size]);
+    v
 }

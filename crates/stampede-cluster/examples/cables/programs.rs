@@ -264,18 +264,16 @@ fn spmd_member(ctx: &TaskContext, args: Bytes) -> Result<Bytes, TaskError> {
     b.wait()?;
     let (lo, hi) = (r * ROD / p, (r + 1) * ROD / p);
     for _ in 0..STEPS {
-        let old: Vec<f64> = seg.with(|d| {
-            d.chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect()
+        let old: Vec<f64> = seg.with_as(<[f64]>::to_vec)?;
+        b.wait()?;
+        seg.with_mut_as(|rod: &mut [f64]| {
+            for i in lo.max(1)..hi.min(ROD - 1) {
+                rod[i] = (old[i - 1] + old[i + 1]) / 2.0;
+            }
         })?;
         b.wait()?;
-        for i in lo.max(1)..hi.min(ROD - 1) {
-            seg.write(i * 8, &((old[i - 1] + old[i + 1]) / 2.0).to_le_bytes())?;
-        }
-        b.wait()?;
     }
-    let mid = seg.with(|d| f64::from_le_bytes(d[8..16].try_into().expect("8 bytes")))?;
+    let mid = seg.with_as(|rod: &[f64]| rod[1])?;
     Ok(Bytes::copy_from_slice(&mid.to_le_bytes()))
 }
 
