@@ -485,6 +485,32 @@ mod tests {
     }
 
     #[test]
+    fn a_try_lock_is_granted_when_free_and_refused_never_queued_when_held() {
+        let mut h = Homes::default();
+        h.create("m", Kind::Mutex, 0).unwrap();
+        h.create("s", Kind::Semaphore, 1).unwrap();
+        assert_eq!(
+            h.try_lock("m", w("a", 1)),
+            vec![Action::Grant {
+                to: w("a", 1),
+                owner_died: false
+            }]
+        );
+        assert_eq!(
+            h.try_lock("m", w("b", 1)),
+            vec![Action::Refuse {
+                to: w("b", 1),
+                why: BUSY.into()
+            }]
+        );
+        // The refused request is not queued: the unlock frees the mutex for nobody.
+        assert!(h.unlock("m", &w("a", 1)).is_empty());
+        assert_eq!(h.try_lock("m", w("b", 2)).len(), 1);
+        assert!(matches!(h.try_lock("s", w("a", 3))[..], [Action::Grant { .. }]));
+        assert!(matches!(h.try_lock("s", w("a", 4))[..], [Action::Refuse { .. }]));
+    }
+
+    #[test]
     fn a_dead_holder_releases_and_the_next_holder_is_told() {
         let mut h = Homes::default();
         h.create("m", Kind::Mutex, 0).unwrap();

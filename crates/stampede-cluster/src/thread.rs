@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use stampede_core::Timestamp;
+use stampede_core::{StmError, Timestamp};
 
 use crate::error::ClusterError;
 use crate::segment;
@@ -42,16 +42,20 @@ pub struct JoinHandle {
     joined: bool,
 }
 
+/// The virtual time of a spawn that names none: the lowest its space allows.
+const ANY_TIME: Timestamp = Timestamp::MIN;
+
 impl Cluster {
     /// Spawns task `task` (registered under that name where it runs) with `args`, placed
-    /// by `on`, at virtual time 0.
+    /// by `on`; its Stampede task starts at the lowest virtual time its space allows (0
+    /// until the space's collector moved past it).
     pub fn spawn(
         &self,
         task: &str,
         args: impl Into<Bytes>,
         on: Placement,
     ) -> Result<JoinHandle, ClusterError> {
-        self.spawn_at(task, args, on, 0)
+        self.spawn_at(task, args, on, ANY_TIME)
     }
 
     /// Spawns task `task` whose Stampede task starts at virtual time `vt`.
@@ -354,14 +358,19 @@ fn body(
     args: Bytes,
     vt: Timestamp,
 ) -> Outcome {
-    let task = match sh
-        .space
-        .runtime()
-        .task_builder()
-        .name(name.clone())
-        .virtual_time(vt)
-        .create()
-    {
+    let create = |vt| {
+        sh.space
+            .runtime()
+            .task_builder()
+            .name(name.clone())
+            .virtual_time(vt)
+            .create()
+    };
+    let made = match create(if vt == ANY_TIME { 0 } else { vt }) {
+        Err(StmError::BelowVisibility { visibility, .. }) if vt == ANY_TIME => create(visibility),
+        made => made,
+    };
+    let task = match made {
         Ok(t) => t,
         Err(e) => return Outcome::Failed(format!("no Stampede task: {e}")),
     };

@@ -212,19 +212,23 @@ impl PyCluster {
     }
 
     /// Spawns task ``task`` with ``args``: ``on`` is ``"here"``, ``"round_robin"``,
-    /// ``"least_loaded"`` or a space's id; ``vt`` is its Stampede task's virtual time.
-    #[pyo3(signature = (task, args = None, *, on = "here", vt = 0))]
+    /// ``"least_loaded"`` or a space's id; ``vt`` is its Stampede task's virtual time (by
+    /// default the lowest its space allows).
+    #[pyo3(signature = (task, args = None, *, on = "here", vt = None))]
     fn spawn(
         &self,
         py: Python<'_>,
         task: &str,
         args: Option<&[u8]>,
         on: &str,
-        vt: i64,
+        vt: Option<i64>,
     ) -> PyResult<PyJoinHandle> {
         let args = Bytes::copy_from_slice(args.unwrap_or_default());
         let h = py
-            .detach(|| self.c.spawn_at(task, args, placement(on), vt))
+            .detach(|| match vt {
+                Some(vt) => self.c.spawn_at(task, args, placement(on), vt),
+                None => self.c.spawn(task, args, placement(on)),
+            })
             .map_err(|e| cluster_error(py, e))?;
         Ok(PyJoinHandle {
             id: h.id().to_string(),
