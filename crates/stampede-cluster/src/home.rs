@@ -506,8 +506,14 @@ mod tests {
         // The refused request is not queued: the unlock frees the mutex for nobody.
         assert!(h.unlock("m", &w("a", 1)).is_empty());
         assert_eq!(h.try_lock("m", w("b", 2)).len(), 1);
-        assert!(matches!(h.try_lock("s", w("a", 3))[..], [Action::Grant { .. }]));
-        assert!(matches!(h.try_lock("s", w("a", 4))[..], [Action::Refuse { .. }]));
+        assert!(matches!(
+            h.try_lock("s", w("a", 3))[..],
+            [Action::Grant { .. }]
+        ));
+        assert!(matches!(
+            h.try_lock("s", w("a", 4))[..],
+            [Action::Refuse { .. }]
+        ));
     }
 
     #[test]
