@@ -81,6 +81,14 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-tune
 	@$(MAKE) --no-print-directory bench-cluster
 
+# Video textures (the Stampede paper's section VI-A) on a synthetic 316-frame clip: the
+# all-pairs analysis by Stampede tasks, then a loop (demo-output/loop.mp4) and its cuts
+# (demo-output/cuts.png). ARGS="--video FILE" takes a video instead (docs/apps.md).
+.PHONY: video-textures
+video-textures: python
+	@mkdir -p demo-output
+	$(PY) -m stampede.textures --out demo-output/loop.mp4 --sheet demo-output/cuts.png $(ARGS)
+
 # The CableS pthreads programs (PN, PC, PIPE, SPMD) on cluster threads across three
 # address spaces attached through a node agent, with the calls each made and their mean cost.
 .PHONY: cluster-apps

@@ -1,0 +1,223 @@
+"""Video texture analysis: the L2 distance between every pair of frames (the lower
+triangle of the matrix), as the Stampede paper's Fig. 10 computes it.
+
+A *digitizer* task puts frame ``i`` into channel ``vt/frames`` at timestamp ``i`` and the
+triangle's tiles into queue ``vt/work``; *worker* tasks take a tile, get its frames from the
+channel, compare them and put the block into queue ``vt/results``; a *completion
+recognizer* assembles the matrix and ends the run. A tile compares a block of frames with
+another in *stripes* of pixel lines, so the working set (the tile's frames' stripe) stays in
+cache: for each stripe the squared distances are ``|x|² + |y|² − 2 x·y``, one matrix product
+(BLAS) per stripe, summed over the stripes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import stampede as sp
+
+Tile = tuple[int, int, int, int]
+"""Rows ``[r0, r1)`` and columns ``[c0, c1)`` of the lower triangle (``c0 <= r0``)."""
+
+
+def tiles(frames: int, size: int) -> list[Tile]:
+    """The square tiles of side ``size`` that cover the lower triangle of a
+    ``frames × frames`` matrix (the diagonal tiles included)."""
+    if frames < 1 or size < 1:
+        raise ValueError("tiles need frames and a positive size")
+    edges = list(range(0, frames, size)) + [frames]
+    out: list[Tile] = []
+    for a in range(len(edges) - 1):
+        for b in range(a + 1):
+            out.append((edges[a], edges[a + 1], edges[b], edges[b + 1]))
+    return out
+
+
+def block(rows: np.ndarray, cols: np.ndarray, stripe_lines: int) -> np.ndarray:
+    """Squared L2 distances between every frame of ``rows`` and every frame of ``cols``
+    (``r × h × w × c`` and ``k × h × w × c``), computed in stripes of ``stripe_lines``
+    lines of pixels; exact for 8-bit frames (float64 sums)."""
+    if stripe_lines < 1:
+        raise ValueError("a stripe has at least one line")
+    h = rows.shape[1]
+    acc = np.zeros((rows.shape[0], cols.shape[0]))
+    for y in range(0, h, stripe_lines):
+        a = rows[:, y : y + stripe_lines].reshape(rows.shape[0], -1).astype(np.float64)
+        b = cols[:, y : y + stripe_lines].reshape(cols.shape[0], -1).astype(np.float64)
+        acc += np.einsum("ij,ij->i", a, a)[:, None]
+        acc += np.einsum("ij,ij->i", b, b)[None, :]
+        acc -= 2.0 * (a @ b.T)
+    return np.maximum(acc, 0.0)
+
+
+def direct(frames: np.ndarray) -> np.ndarray:
+    """The distance matrix computed directly, pair by pair: the reference."""
+    n = frames.shape[0]
+    f = frames.reshape(n, -1).astype(np.float64)
+    d = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i):
+            d[i, j] = d[j, i] = float(np.sqrt(((f[i] - f[j]) ** 2).sum()))
+    return d
+
+
+@dataclass
+class Analysis:
+    """A finished analysis: the symmetric distance matrix and how it was computed."""
+
+    distances: np.ndarray
+    seconds: float
+    workers: int
+    tile: int
+    stripe_lines: int
+    tiles_done: dict[str, int] = field(default_factory=dict)
+    """Tiles each worker compared."""
+
+    @property
+    def pairs(self) -> int:
+        n = int(self.distances.shape[0])
+        return n * (n - 1) // 2
+
+
+def sequential(frames: np.ndarray, *, tile: int = 16, stripe_lines: int = 2) -> Analysis:
+    """The same kernel, tiles and stripes on this thread, without Stampede: the baseline."""
+    t0 = time.perf_counter()
+    n = frames.shape[0]
+    sq = np.zeros((n, n))
+    for r0, r1, c0, c1 in tiles(n, tile):
+        sq[r0:r1, c0:c1] = block(frames[r0:r1], frames[c0:c1], stripe_lines)
+    d = _symmetric(sq)
+    return Analysis(d, time.perf_counter() - t0, 0, tile, stripe_lines)
+
+
+def _symmetric(sq: np.ndarray) -> np.ndarray:
+    low = np.tril(np.sqrt(sq), -1)
+    d: np.ndarray = low + low.T
+    return d
+
+
+class _Run:
+    """The containers of one analysis and what its tasks share."""
+
+    def __init__(self, rt: sp.Runtime, n: int, plan: list[Tile]) -> None:
+        self.frames = rt.channel("vt/frames")
+        self.work = rt.queue("vt/work")
+        self.results = rt.queue("vt/results")
+        self.n, self.plan = n, plan
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+
+    def fail(self, e: BaseException) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = e
+        for c in (self.frames, self.work, self.results):
+            c.close()
+
+
+def _digitizer(task: sp.Task, run: _Run, frames: np.ndarray) -> None:
+    try:
+        out = task.attach_output(run.frames)
+        work = task.attach_output(run.work)
+        for i in range(run.n):
+            out.put(i, np.ascontiguousarray(frames[i]))
+        for k, t in enumerate(run.plan):
+            work.put(k, t)
+    except sp.Closed:
+        pass
+    except BaseException as e:
+        run.fail(e)
+        raise
+
+
+def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> int:
+    done = 0
+    try:
+        frames = task.attach_input(run.frames)
+        work = task.attach_input(run.work)
+        results = task.attach_output(run.results)
+        cache: dict[int, np.ndarray] = {}
+
+        def frame(i: int) -> np.ndarray:
+            if i not in cache:
+                cache[i] = np.asarray(frames.get(i)[1])
+            return cache[i]
+
+        while True:
+            job = work.get()
+            r0, r1, c0, c1 = job.value
+            rows = np.stack([frame(i) for i in range(r0, r1)])
+            cols = np.stack([frame(i) for i in range(c0, c1)])
+            results.put(job.ts, ((r0, r1, c0, c1), block(rows, cols, stripe_lines)))
+            work.consume(job.ticket)
+            done += 1
+    except sp.Closed:
+        return done
+    except BaseException as e:
+        run.fail(e)
+        raise
+
+
+def _recognizer(task: sp.Task, run: _Run) -> np.ndarray:
+    try:
+        results = task.attach_input(run.results)
+        sq = np.zeros((run.n, run.n))
+        for _ in run.plan:
+            got = results.get()
+            (r0, r1, c0, c1), b = got.value
+            sq[r0:r1, c0:c1] = b
+            results.consume(got.ticket)
+        # Every tile is in: the workers end on the closed work queue.
+        run.work.close()
+        return sq
+    except BaseException as e:
+        run.fail(e)
+        raise
+
+
+def analyze(
+    frames: np.ndarray,
+    *,
+    workers: int = 2,
+    tile: int = 16,
+    stripe_lines: int = 2,
+    runtime: sp.Runtime | None = None,
+) -> Analysis:
+    """The distance matrix of ``frames`` (``n × h × w × 3`` uint8) by ``workers`` worker
+    tasks over tiles of ``tile`` frames compared in stripes of ``stripe_lines`` lines, in
+    ``runtime`` (a new embedded one by default)."""
+    if frames.ndim != 4 or frames.shape[0] < 2:
+        raise ValueError("frames must be n × height × width × channels with n >= 2")
+    if workers < 1:
+        raise ValueError("at least one worker")
+    n = frames.shape[0]
+    plan = tiles(n, tile)
+    own = runtime is None
+    rt = sp.Runtime() if runtime is None else runtime
+    try:
+        run = _Run(rt, n, plan)
+        t0 = time.perf_counter()
+        threads = [
+            rt.spawn(_worker, run, stripe_lines, name=f"worker{k}") for k in range(workers)
+        ]
+        recognizer = rt.spawn(_recognizer, run, name="completion")
+        rt.spawn(_digitizer, run, frames, name="digitizer")
+        try:
+            sq = recognizer.result()
+        except BaseException:
+            if run.error is not None:
+                raise run.error from None
+            raise
+        done = {f"worker{k}": t.result() for k, t in enumerate(threads)}
+        seconds = time.perf_counter() - t0
+        for c in (run.frames, run.work, run.results):
+            c.close()
+        rt.join_all()
+    finally:
+        if own:
+            rt.close()
+    return Analysis(_symmetric(sq), seconds, workers, tile, stripe_lines, done)
