@@ -80,6 +80,13 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-experiments
 	@$(MAKE) --no-print-directory bench-tune
 	@$(MAKE) --no-print-directory bench-cluster
+	@$(MAKE) --no-print-directory bench-apps
+
+# The Stampede paper's application studies: video textures' analysis against its sequential
+# baseline and the stripe sweep (bench-results/apps.json; docs/apps.md).
+.PHONY: bench-apps
+bench-apps: python
+	$(PY) bench/apps_bench.py --out bench-results/apps.json $(ARGS)
 
 # Video textures (the Stampede paper's section VI-A) on a synthetic 316-frame clip: the
 # all-pairs analysis by Stampede tasks, then a loop (demo-output/loop.mp4) and its cuts

@@ -5,7 +5,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Final, TypeVar, final, overload
 
-from typing_extensions import disjoint_base
+from typing_extensions import Buffer, disjoint_base
 
 from ._arrivals import Arrivals
 from ._tasks import TaskThread
@@ -970,3 +970,11 @@ def list_tasks(
 ) -> list[tuple[str, str | None, list[tuple[str, str, bool, float]]]]: ...
 
 def _shutdown() -> None: ...
+def _ssd_stripes(
+    rows: Buffer,
+    cols: Buffer,
+    frame_len: int,
+    line_len: int,
+    stripe_lines: int,
+    lower: bool = False,
+) -> list[int]: ...

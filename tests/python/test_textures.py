@@ -78,7 +78,7 @@ def test_random_play_stays_in_the_clip() -> None:
 
 
 def test_a_failing_worker_fails_the_run(monkeypatch: pytest.MonkeyPatch, small: np.ndarray) -> None:
-    def broken(rows: np.ndarray, cols: np.ndarray, stripe_lines: int) -> np.ndarray:
+    def broken(rows: np.ndarray, cols: np.ndarray, stripe_lines: int, lower: bool = False) -> np.ndarray:
         raise RuntimeError("the kernel broke")
 
     monkeypatch.setattr(analysis, "block", broken)

@@ -17,6 +17,7 @@ mod dtype;
 mod errors;
 mod extras;
 mod items;
+mod kernels;
 mod loan;
 mod snet;
 mod space;
@@ -73,6 +74,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(type_tag, m)?)?;
     m.add_function(wrap_pyfunction!(zenoh_runtime_for_this_machine, m)?)?;
     m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::_ssd_stripes, m)?)?;
     let atexit = m.py().import("atexit")?;
     atexit.call_method1("register", (m.getattr("_shutdown")?,))?;
     Ok(())

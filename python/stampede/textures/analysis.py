@@ -6,8 +6,8 @@ triangle's tiles into queue ``vt/work``; *worker* tasks take a tile, get its fra
 channel, compare them and put the block into queue ``vt/results``; a *completion
 recognizer* assembles the matrix and ends the run. A tile compares a block of frames with
 another in *stripes* of pixel lines, so the working set (the tile's frames' stripe) stays in
-cache: for each stripe the squared distances are ``|x|² + |y|² − 2 x·y``, one matrix product
-(BLAS) per stripe, summed over the stripes.
+cache: the compiled kernel sums squared differences of 8-bit pixels exactly, stripe by
+stripe, without the GIL, so workers run in parallel.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import stampede as sp
+from stampede._stampede import _ssd_stripes
 
 Tile = tuple[int, int, int, int]
 """Rows ``[r0, r1)`` and columns ``[c0, c1)`` of the lower triangle (``c0 <= r0``)."""
@@ -37,21 +38,22 @@ def tiles(frames: int, size: int) -> list[Tile]:
     return out
 
 
-def block(rows: np.ndarray, cols: np.ndarray, stripe_lines: int) -> np.ndarray:
+def block(
+    rows: np.ndarray, cols: np.ndarray, stripe_lines: int, *, lower: bool = False
+) -> np.ndarray:
     """Squared L2 distances between every frame of ``rows`` and every frame of ``cols``
-    (``r × h × w × c`` and ``k × h × w × c``), computed in stripes of ``stripe_lines``
-    lines of pixels; exact for 8-bit frames (float64 sums)."""
+    (uint8, ``r × h × w × c`` and ``k × h × w × c``), compared in stripes of
+    ``stripe_lines`` lines of pixels; exact. With ``lower`` (a tile on the diagonal, rows
+    and columns the same frames) only the pairs below the diagonal are computed."""
     if stripe_lines < 1:
         raise ValueError("a stripe has at least one line")
-    h = rows.shape[1]
-    acc = np.zeros((rows.shape[0], cols.shape[0]))
-    for y in range(0, h, stripe_lines):
-        a = rows[:, y : y + stripe_lines].reshape(rows.shape[0], -1).astype(np.float64)
-        b = cols[:, y : y + stripe_lines].reshape(cols.shape[0], -1).astype(np.float64)
-        acc += np.einsum("ij,ij->i", a, a)[:, None]
-        acc += np.einsum("ij,ij->i", b, b)[None, :]
-        acc -= 2.0 * (a @ b.T)
-    return np.maximum(acc, 0.0)
+    a = np.ascontiguousarray(rows, dtype=np.uint8)
+    b = np.ascontiguousarray(cols, dtype=np.uint8)
+    if a.shape[1:] != b.shape[1:] or a.ndim != 4:
+        raise ValueError("rows and cols must be frames of one shape")
+    line = a.shape[2] * a.shape[3]
+    sums = _ssd_stripes(a, b, line * a.shape[1], line, stripe_lines, lower)
+    return np.array(sums, dtype=np.float64).reshape(a.shape[0], b.shape[0])
 
 
 def direct(frames: np.ndarray) -> np.ndarray:
@@ -89,7 +91,7 @@ def sequential(frames: np.ndarray, *, tile: int = 16, stripe_lines: int = 2) -> 
     n = frames.shape[0]
     sq = np.zeros((n, n))
     for r0, r1, c0, c1 in tiles(n, tile):
-        sq[r0:r1, c0:c1] = block(frames[r0:r1], frames[c0:c1], stripe_lines)
+        sq[r0:r1, c0:c1] = block(frames[r0:r1], frames[c0:c1], stripe_lines, lower=r0 == c0)
     d = _symmetric(sq)
     return Analysis(d, time.perf_counter() - t0, 0, tile, stripe_lines)
 
@@ -152,7 +154,8 @@ def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> int:
             r0, r1, c0, c1 = job.value
             rows = np.stack([frame(i) for i in range(r0, r1)])
             cols = np.stack([frame(i) for i in range(c0, c1)])
-            results.put(job.ts, ((r0, r1, c0, c1), block(rows, cols, stripe_lines)))
+            b = block(rows, cols, stripe_lines, lower=r0 == c0)
+            results.put(job.ts, ((r0, r1, c0, c1), b))
             work.consume(job.ticket)
             done += 1
     except sp.Closed:
@@ -190,8 +193,8 @@ def analyze(
     """The distance matrix of ``frames`` (``n × h × w × 3`` uint8) by ``workers`` worker
     tasks over tiles of ``tile`` frames compared in stripes of ``stripe_lines`` lines, in
     ``runtime`` (a new embedded one by default)."""
-    if frames.ndim != 4 or frames.shape[0] < 2:
-        raise ValueError("frames must be n × height × width × channels with n >= 2")
+    if frames.ndim != 4 or frames.shape[0] < 2 or frames.dtype != np.uint8:
+        raise ValueError("frames must be uint8, n × height × width × channels with n >= 2")
     if workers < 1:
         raise ValueError("at least one worker")
     n = frames.shape[0]
