@@ -52,7 +52,7 @@ def block(
     if a.shape[1:] != b.shape[1:] or a.ndim != 4:
         raise ValueError("rows and cols must be frames of one shape")
     line = a.shape[2] * a.shape[3]
-    sums = _ssd_stripes(a, b, line * a.shape[1], line, stripe_lines, lower)
+    sums = _ssd_stripes(a.data, b.data, line * a.shape[1], line, stripe_lines, lower)
     return np.array(sums, dtype=np.float64).reshape(a.shape[0], b.shape[0])
 
 
