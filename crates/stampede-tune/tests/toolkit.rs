@@ -112,8 +112,10 @@ fn the_median_of_three_removes_outliers_before_the_fit() {
         |_| (),
         |x, _| {
             calls += 1;
+            // An outlier far above what a loaded machine adds to a sleep, so the check
+            // below tells outliers from scheduling delays.
             let extra = if calls % 3 == 0 {
-                Duration::from_micros(3000)
+                Duration::from_millis(40)
             } else {
                 Duration::ZERO
             };
@@ -125,11 +127,11 @@ fn the_median_of_three_removes_outliers_before_the_fit() {
     assert_eq!(samples.len(), points.len());
     assert_eq!(seen.last().unwrap().done, points.len());
     assert!(seen.windows(2).all(|w| w[0].done < w[1].done));
-    // Every median is one of the two clean runs: well below an outlier's 3 ms.
+    // Every median is one of the two clean runs: well below an outlier's 40 ms.
     assert!(
         samples
             .iter()
-            .all(|s| s.y < 0.200e-3 + 40e-6 * s.x[0] + 2.5e-3),
+            .all(|s| s.y < 0.200e-3 + 40e-6 * s.x[0] + 20e-3),
         "{samples:?}"
     );
     let model = fit(&spec, &samples, 0.95).unwrap();

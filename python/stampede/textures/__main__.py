@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import analysis, clip, render, synthesis
+from . import analysis, clip, distributed, render, synthesis
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -16,7 +16,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--frames", type=int, default=316, help="frames to use (default 316)")
     ap.add_argument("--size", default="640x480", help="synthetic frame size WxH")
     ap.add_argument("--period", type=int, default=40, help="the synthetic clip's period")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="workers per address space")
+    ap.add_argument("--spaces", type=int, default=1,
+                    help="address spaces (this one and the rest attached); default 1")
+    ap.add_argument("--distribution", choices=["single", "chain"], default="chain",
+                    help="with --spaces > 1: single source, or tiling with chaining")
     ap.add_argument("--tile", type=int, default=16, help="frames per tile side")
     ap.add_argument("--stripe", type=int, default=2, help="lines of pixels per stripe")
     ap.add_argument("--loop", type=int, default=120, help="the loop's length in frames")
@@ -36,12 +40,23 @@ def main(argv: list[str] | None = None) -> int:
         w, h = (int(x) for x in a.size.lower().split("x"))
         frames = clip.synthetic(a.frames, h, w, period=a.period)
     n = frames.shape[0]
-    result = analysis.analyze(frames, workers=a.workers, tile=a.tile, stripe_lines=a.stripe)
+    pairs = n * (n - 1) // 2
+    if a.spaces > 1:
+        d = distributed.analyze_distributed(
+            frames, spaces=a.spaces, distribution=a.distribution, workers=a.workers,
+            tile=a.tile, stripe_lines=a.stripe,
+        )
+        distances, seconds = d.distances, d.seconds
+        where = f"{a.spaces} address spaces ({a.distribution}; the source sent {d.source_frames_sent} frames)"
+    else:
+        r = analysis.analyze(frames, workers=a.workers, tile=a.tile, stripe_lines=a.stripe)
+        distances, seconds = r.distances, r.seconds
+        where = "this address space"
     print(
-        f"analysis: {n} frames, {result.pairs} pairs in {result.seconds:.2f} s "
-        f"({result.pairs / result.seconds:.0f} pairs/s) by {a.workers} workers"
+        f"analysis: {n} frames, {pairs} pairs in {seconds:.2f} s "
+        f"({pairs / seconds:.0f} pairs/s), {a.workers} workers in {where}"
     )
-    costs = synthesis.transition_costs(result.distances)
+    costs = synthesis.transition_costs(distances)
     best = synthesis.best_transitions(costs, 5)
     print("best transitions: " + ", ".join(f"{t.source}->{t.dest} ({t.length} frames)" for t in best))
     try:
