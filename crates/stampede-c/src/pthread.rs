@@ -97,6 +97,21 @@ struct Held {
     hold: Mutex<Option<u64>>,
 }
 
+impl Held {
+    /// The hold this space has, taken for an unlock or a wait; EPERM without one.
+    fn take_hold(&self) -> Result<u64, (c_int, String)> {
+        self.hold
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or((libc::EPERM, "the mutex is not held here".into()))
+    }
+
+    fn put_hold(&self, hold: u64) {
+        *self.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+    }
+}
+
 static FACE: Mutex<Option<Arc<Face>>> = Mutex::new(None);
 static TRAMPOLINE: OnceLock<stp_pthread_trampoline> = OnceLock::new();
 
@@ -637,7 +652,7 @@ pub extern "C" fn stp_pthread_mutex_destroy(mutex: *mut stp_pthread_mutex_t) -> 
 /// Locks the mutex `h`, through a cancellation (a mutex lock is not a cancellation point).
 fn lock_held(h: &Held) -> Result<bool, (c_int, String)> {
     let (hold, owner_died) = h.mutex.lock_raw_until(None, &|| false).map_err(errno)?;
-    *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+    h.put_hold(hold);
     Ok(owner_died)
 }
 
@@ -657,7 +672,7 @@ pub extern "C" fn stp_pthread_mutex_trylock(mutex: *mut stp_pthread_mutex_t) -> 
         let h = held(&*started()?, mutex as usize)?;
         match h.mutex.try_lock_raw().map_err(errno)? {
             Some((hold, owner_died)) => {
-                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+                h.put_hold(hold);
                 Ok(if owner_died { libc::EOWNERDEAD } else { 0 })
             }
             None => Ok(libc::EBUSY),
@@ -670,12 +685,7 @@ pub extern "C" fn stp_pthread_mutex_trylock(mutex: *mut stp_pthread_mutex_t) -> 
 pub extern "C" fn stp_pthread_mutex_unlock(mutex: *mut stp_pthread_mutex_t) -> c_int {
     call(|| {
         let h = held(&*started()?, mutex as usize)?;
-        let hold = h
-            .hold
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or((libc::EPERM, "the mutex is not held here".into()))?;
+        let hold = h.take_hold()?;
         h.mutex.unlock_raw(hold).map_err(errno)?;
         Ok(0)
     })
@@ -740,12 +750,7 @@ pub extern "C" fn stp_pthread_cond_wait(
         let f = started()?;
         let c = condition_at(&f, cond as usize)?;
         let h = held(&f, mutex as usize)?;
-        let hold = h
-            .hold
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or((libc::EPERM, "the mutex is not held here".into()))?;
+        let hold = h.take_hold()?;
         let timeout = has_deadline.then(|| {
             let at =
                 UNIX_EPOCH + Duration::new(sec.max(0) as u64, nsec.clamp(0, 999_999_999) as u32);
@@ -753,7 +758,7 @@ pub extern "C" fn stp_pthread_cond_wait(
         });
         match c.wait_raw(&h.mutex, hold, timeout) {
             Ok((hold, _, timed_out)) => {
-                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+                h.put_hold(hold);
                 Ok(if timed_out { libc::ETIMEDOUT } else { 0 })
             }
             Err(ClusterError::Cancelled) => {
@@ -874,24 +879,14 @@ pub unsafe extern "C" fn stp_pthread_barrier_wait(barrier: *mut stp_pthread_barr
             unsafe { std::ptr::write_volatile(&mut (*barrier).arrived, arrived) };
             // SAFETY: as above; each wait returns with the mutex held again.
             while unsafe { std::ptr::read_volatile(&(*barrier).phase) } == phase {
-                let hold = h
-                    .hold
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .ok_or((libc::EPERM, "the barrier's mutex is not held".into()))?;
+                let hold = h.take_hold()?;
                 let (hold, _, _) = c
                     .wait_raw_until(&h.mutex, hold, None, &|| false)
                     .map_err(errno)?;
-                *h.hold.lock().unwrap_or_else(|e| e.into_inner()) = Some(hold);
+                h.put_hold(hold);
             }
         }
-        let hold = h
-            .hold
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or((libc::EPERM, "the barrier's mutex is not held".into()))?;
+        let hold = h.take_hold()?;
         h.mutex.unlock_raw(hold).map_err(errno)?;
         Ok(if serial {
             libc::PTHREAD_BARRIER_SERIAL_THREAD

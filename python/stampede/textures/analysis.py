@@ -136,26 +136,36 @@ def _digitizer(task: sp.Task, run: _Run, frames: np.ndarray) -> None:
         raise
 
 
+class TileComparer:
+    """A worker's view of a frames channel: compares a tile's frames, got once each."""
+
+    def __init__(self, frames: sp.ChannelInput, stripe_lines: int) -> None:
+        self._in, self._stripe = frames, stripe_lines
+        self._cache: dict[int, np.ndarray] = {}
+
+    def _frame(self, i: int) -> np.ndarray:
+        if i not in self._cache:
+            self._cache[i] = np.asarray(self._in.get(i)[1])
+        return self._cache[i]
+
+    def compare(self, t: Tile) -> np.ndarray:
+        """The squared distances of tile ``t`` (rows × columns)."""
+        r0, r1, c0, c1 = t
+        rows = np.stack([self._frame(i) for i in range(r0, r1)])
+        cols = np.stack([self._frame(i) for i in range(c0, c1)])
+        return block(rows, cols, self._stripe, lower=r0 == c0)
+
+
 def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> int:
     done = 0
     try:
-        frames = task.attach_input(run.frames)
+        comparer = TileComparer(task.attach_input(run.frames), stripe_lines)
         work = task.attach_input(run.work)
         results = task.attach_output(run.results)
-        cache: dict[int, np.ndarray] = {}
-
-        def frame(i: int) -> np.ndarray:
-            if i not in cache:
-                cache[i] = np.asarray(frames.get(i)[1])
-            return cache[i]
-
         while True:
             job = work.get()
-            r0, r1, c0, c1 = job.value
-            rows = np.stack([frame(i) for i in range(r0, r1)])
-            cols = np.stack([frame(i) for i in range(c0, c1)])
-            b = block(rows, cols, stripe_lines, lower=r0 == c0)
-            results.put(job.ts, ((r0, r1, c0, c1), b))
+            t: Tile = job.value
+            results.put(job.ts, (t, comparer.compare(t)))
             work.consume(job.ticket)
             done += 1
     except sp.Closed:

@@ -36,7 +36,7 @@ import numpy as np
 import stampede as sp
 from stampede import cluster
 
-from .analysis import Tile, _symmetric, block, tiles
+from .analysis import Tile, TileComparer, _symmetric, tiles
 
 DISTRIBUTIONS = ("single", "chain")
 _LOOKUP = 60.0
@@ -91,25 +91,15 @@ def _compute(
 ) -> None:
     """One worker: compares tiles taken from ``work`` (shared list) with frames from
     ``frames_ch``."""
-    inp = task.attach_input(frames_ch)
+    comparer = TileComparer(task.attach_input(frames_ch), stripe)
     out = task.attach_output(results)
-    cache: dict[int, np.ndarray] = {}
-
-    def frame(i: int) -> np.ndarray:
-        if i not in cache:
-            cache[i] = np.asarray(inp.get(i)[1])
-        return cache[i]
-
     while True:
         with lock:
             if not work:
                 return
             t = work.pop()
             counter["tiles"] = counter.get("tiles", 0) + 1
-        r0, r1, c0, c1 = t
-        rows = np.stack([frame(i) for i in range(r0, r1)])
-        cols = np.stack([frame(i) for i in range(c0, c1)])
-        out.put(r0 * 1_000_000 + c0, (t, block(rows, cols, stripe, lower=r0 == c0)))
+        out.put(t[0] * 1_000_000 + t[2], (t, comparer.compare(t)))
 
 
 def _run_workers(rt: sp.Runtime, frames_ch: sp.Channel, work: list[Tile], results: sp.Queue,
