@@ -82,8 +82,10 @@ bench: python java
 	@$(MAKE) --no-print-directory bench-cluster
 	@$(MAKE) --no-print-directory bench-apps
 
-# The Stampede paper's application studies: video textures' analysis against its sequential
-# baseline and the stripe sweep (bench-results/apps.json; docs/apps.md).
+# The Stampede paper's application studies (bench-results/apps.json; docs/apps.md): video
+# textures' analysis against its sequential baseline, the stripe sweep, workers and address
+# spaces under both distributions on this host and on rate-limited emulated hosts (network
+# namespaces, as root); the color tracker's two-level sweep. ARGS="--only vt|tracker".
 .PHONY: bench-apps
 bench-apps: python
 	$(PY) bench/apps_bench.py --out bench-results/apps.json $(ARGS)
@@ -95,6 +97,12 @@ bench-apps: python
 video-textures: python
 	@mkdir -p demo-output
 	$(PY) -m stampede.textures --out demo-output/loop.mp4 --sheet demo-output/cuts.png $(ARGS)
+
+# The color tracker split at two levels across address spaces (the Stampede paper's Figs.
+# 22-23), swept over 1, 2 and 4 inner nodes by 1 to 3 threads: Tables I-II on this host.
+.PHONY: tracker-sweep
+tracker-sweep: python
+	$(PY) -m stampede.demo.tracker $(ARGS)
 
 # The CableS pthreads programs (PN, PC, PIPE, SPMD) on cluster threads across three
 # address spaces attached through a node agent, with the calls each made and their mean cost.

@@ -22,7 +22,13 @@ b'144'
 
 from __future__ import annotations
 
+import argparse
 import os
+import signal
+import socket
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,6 +54,7 @@ from .errors import (
     ClusterError,
     NoSpace,
     SpaceLost,
+    StampedeError,
     TaskCancelled,
     TaskFailed,
     UnknownTask,
@@ -70,11 +77,14 @@ __all__ = [
     "TaskContext",
     "TaskFailed",
     "UnknownTask",
+    "attached_spaces",
     "cluster_stats",
     "list_tasks",
+    "loopback_application",
     "segment_array",
     "segment_view",
     "serve_attached",
+    "serve_node",
 ]
 
 
@@ -114,6 +124,16 @@ def segment_view(
         seg.write(offset + s, after[s:e])
 
 
+ENV_SHM_POOL = "STAMPEDE_SHM_POOL"
+"""Bytes of shared memory a space this module starts may use (0: every byte crosses the
+network link, as between separate hosts); the runtime's default when unset."""
+
+
+def _shm_pool() -> int | None:
+    v = os.environ.get(ENV_SHM_POOL)
+    return None if v is None or v == "" else int(v)
+
+
 def serve_attached() -> None:
     """Runs this process as an address space a node agent started (``python -m
     stampede.cluster``): joins the application from the environment the agent set, serves
@@ -121,10 +141,80 @@ def serve_attached() -> None:
     app = os.environ["STAMPEDE_CLUSTER_APP"]
     connect = [e for e in os.environ.get("STAMPEDE_CLUSTER_CONNECT", "").split(",") if e]
     token = os.environ["STAMPEDE_CLUSTER_TOKEN"]
-    with Space.join(app, connect=connect) as space:
+    with Space.join(app, connect=connect, shm_pool=_shm_pool()) as space:
         with Cluster.start(space, token=token) as c:
             c.wait_detached()
 
 
+def serve_node(app: str, host: str, connect: list[str]) -> None:
+    """Runs this process as application ``app``'s node agent for host ``host`` (``python -m
+    stampede.cluster node``) until SIGTERM or SIGINT: clusters attach address spaces here,
+    which connect to ``connect`` and inherit this process's environment."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with Space.join(app, connect=connect, shm_pool=_shm_pool()) as space:
+        agent = NodeAgent.start(space, host, connect)
+        try:
+            while not stop.wait(0.2):
+                pass
+        finally:
+            agent.stop()
+
+
+@contextmanager
+def loopback_application(prefix: str, *, shm_pool: int | None = None) -> Iterator[Space]:
+    """A new application on this host for the ``with`` block: this process joins it as the
+    router, on a free loopback port, and is its node agent, so :meth:`Cluster.attach`
+    starts address spaces (``python -m stampede.cluster``) here. Yields the space."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        ep = f"tcp/127.0.0.1:{s.getsockname()[1]}"
+    # The spaces it starts import the same code as this process.
+    os.environ.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    app = f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+    with Space.join(app, mode="router", listen=[ep], shm_pool=shm_pool) as space:
+        agent = NodeAgent.start(space, "localhost", [ep])
+        try:
+            yield space
+        finally:
+            agent.stop()
+
+
+@contextmanager
+def attached_spaces(c: Cluster, count: int, timeout: float = 30.0) -> Iterator[list[str]]:
+    """``count`` new address spaces (``python -m stampede.cluster``, through the node agents
+    in turn) for the ``with`` block; yields their ids and detaches them at its end."""
+    ids: list[str] = []
+    try:
+        for _ in range(count):
+            ids.append(c.attach([sys.executable, "-m", "stampede.cluster"], timeout))
+        yield ids
+    finally:
+        for s in ids:
+            try:
+                c.detach(s)
+            except StampedeError:
+                pass  # already gone: a failure the block reports
+
+
+def _main(argv: list[str]) -> None:
+    if not argv:
+        serve_attached()
+        return
+    ap = argparse.ArgumentParser(
+        prog="python -m stampede.cluster",
+        description="With no arguments: serve as an attached address space. "
+        "node: serve as a host's node agent.",
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    node = sub.add_parser("node", help="a host's node agent, until SIGTERM or SIGINT")
+    node.add_argument("--app", required=True)
+    node.add_argument("--host", required=True, help="this host's name among the agents")
+    node.add_argument("--connect", action="append", required=True, help="an endpoint to join through")
+    a = ap.parse_args(argv)
+    serve_node(a.app, a.host, a.connect)
+
+
 if __name__ == "__main__":
-    serve_attached()
+    _main(sys.argv[1:])

@@ -45,6 +45,7 @@ from .pipeline import (
     Monitor,
     PipelineOptions,
     RunResult,
+    StallWatch,
     digitizer,
     rss_mb,
     summarize,
@@ -517,7 +518,8 @@ def run_distributed(
             camera.send("GO")
             t0 = time.perf_counter()
             rss_peak = rss_mb()
-            last_progress, last_decided = t0, -1
+            watch = StallWatch(kiosk, stall_timeout, lambda: "watermarks: " + "; ".join(
+                str(w) for w in space.explain_cluster()))
             while display.is_alive():
                 display.join(STATUS_EVERY)
                 now = time.perf_counter()
@@ -534,13 +536,7 @@ def run_distributed(
                         lowfi_skipped=kiosk.frames.stats().skipped,
                         rss=rss_mb() + sum(c.status.get("rss_mb", 0.0) for c in children),
                     )
-                with monitor.lock:
-                    decided = monitor.decided
-                if decided != last_decided:
-                    last_progress, last_decided = now, decided
-                elif now - last_progress > stall_timeout and not kiosk.stop.is_set():
-                    spaces = "; ".join(str(w) for w in space.explain_cluster())
-                    kiosk.abort(RuntimeError(f"pipeline stalled; watermarks: {spaces}"))
+                watch.check(now)
             elapsed = time.perf_counter() - t0
             if kiosk.error is not None:
                 for c in children:

@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
@@ -50,6 +50,7 @@ from .vision import (
     Chunk,
     ColorModel,
     Detection,
+    InnerChunk,
     LowFi,
     attention,
     detect_chunk,
@@ -58,6 +59,7 @@ from .vision import (
     plan_chunks,
     prepare,
     score,
+    split_chunk,
 )
 
 # How long a blocking get waits before the task checks whether the run was aborted.
@@ -212,7 +214,8 @@ class Kiosk:
     an application). ``names`` limits the containers to those this process's stages use (all
     by default); of those, it creates the ones in ``owns`` (all by default) and looks the
     others up by name, waiting up to ``lookup_timeout`` seconds for another address space
-    to create them. ``parties`` is the number of threads that meet at ``ready`` (by default
+    to create them. Those in ``private`` it creates without a name: this space's own, which
+    no other space can find (an inner node's queues, whose names the front space has). ``parties`` is the number of threads that meet at ``ready`` (by default
     every stage, the workers and the digitizer).
     """
 
@@ -238,6 +241,7 @@ class Kiosk:
         owns: Collection[str] | None = None,
         lookup_timeout: float = 60.0,
         parties: int | None = None,
+        private: Collection[str] = (),
     ) -> None:
         self.source, self.models, self.options = source, models, options
         self.monitor = monitor
@@ -248,21 +252,22 @@ class Kiosk:
             if name not in names:
                 continue
             full = f"kiosk/{name}"
-            here = owns is None or name in owns
+            mine: str | None = None if name in private else full
+            here = owns is None or name in owns or name in private
             c: sp.Channel | sp.Queue | sp.Register
             if name in QUEUES:
                 # Room for two frames of chunks lets the splitter run one frame ahead of the
                 # workers.
                 c = (
-                    rt.queue(full, capacity=2 * per_frame)
+                    rt.queue(mine, capacity=2 * per_frame)
                     if here
                     else rt.lookup_queue(full, timeout=lookup_timeout)
                 )
             elif name in REGISTERS:
-                c = rt.register(full) if here else rt.lookup_register(full, lookup_timeout)
+                c = rt.register(mine) if here else rt.lookup_register(full, lookup_timeout)
             else:
                 c = (
-                    rt.channel(full, capacity=cap)
+                    rt.channel(mine, capacity=cap)
                     if here
                     else rt.lookup_channel(full, timeout=lookup_timeout)
                 )
@@ -307,6 +312,25 @@ class Kiosk:
 
 
 R = TypeVar("R")
+
+
+def _arrivals(
+    get: Callable[[], R], kiosk: Kiosk, on_idle: Callable[[], None] | None = None
+) -> Iterator[R]:
+    """What ``get`` (a get with a timeout) returns, until its container is closed or the
+    run stops; ``on_idle`` runs each time it times out."""
+    while True:
+        try:
+            got = get()
+        except sp.Timeout:
+            if on_idle is not None:
+                on_idle()
+            if kiosk.stop.is_set():
+                return
+            continue
+        except sp.Closed:
+            return
+        yield got
 
 
 def _stage(fn: Callable[..., R]) -> Callable[..., R | None]:
@@ -390,15 +414,7 @@ def histogram(task: sp.Task, kiosk: Kiosk) -> int:
     prev: Image | None = None
     done = 0
     try:
-        while True:
-            try:
-                ts, frame = frames_in.get(sp.NEXT_UNSEEN, timeout=_POLL)
-            except sp.Timeout:
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
+        for ts, frame in _arrivals(lambda: frames_in.get(sp.NEXT_UNSEEN, timeout=_POLL), kiosk):
             hsv, gray, change = prepare(frame, prev, kiosk.models)
             # The workers look for the HSV image once the change summary is out.
             hsv_out.put(ts, hsv)
@@ -430,15 +446,7 @@ def splitter(task: sp.Task, kiosk: Kiosk) -> int:
     prev_ts: int | None = None
     done = 0
     try:
-        while True:
-            try:
-                ts, change = change_in.get(sp.NEXT_UNSEEN, timeout=_POLL)
-            except sp.Timeout:
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
+        for ts, change in _arrivals(lambda: change_in.get(sp.NEXT_UNSEEN, timeout=_POLL), kiosk):
             assert isinstance(change, Change)
             plan = plan_chunks(
                 ts, kiosk.source.height, change.present, opts.regions, opts.model_groups, prev_ts
@@ -455,51 +463,67 @@ def splitter(task: sp.Task, kiosk: Kiosk) -> int:
     return done
 
 
+class _FrameHold:
+    """A task's hold on the HSV frame of its current chunk in ``kiosk/hsv``: it attaches
+    when a chunk first needs a frame (the held chunk keeps that frame visible), keeps the
+    frame open for the frame's next chunk (chunks come in timestamp order) and lets go when
+    the task is idle, so an idle task never holds the watermark back."""
+
+    def __init__(self, task: sp.Task, kiosk: Kiosk, *, count_attaches: bool) -> None:
+        self._task, self._kiosk, self._count = task, kiosk, count_attaches
+        self._in: sp.ChannelInput | None = None
+        self._ts: int | None = None
+        self._frame: Image | None = None
+
+    def get(self, ts: int) -> Image:
+        if self._in is None:
+            self._in = self._task.attach_input(self._kiosk.hsv)
+            if self._count:
+                with self._kiosk.monitor.lock:
+                    self._kiosk.monitor.worker_attaches += 1
+        if self._ts != ts or self._frame is None:
+            # Older frames are no longer needed.
+            self._in.consume_until(ts - 1)
+            self._ts, self._frame = self._in.get(ts, timeout=None)
+        return self._frame
+
+    def release(self) -> None:
+        if self._in is not None:
+            self._in.detach()
+            self._in, self._ts, self._frame = None, None, None
+
+
 @_stage
 def worker(task: sp.Task, kiosk: Kiosk) -> int:
-    """Detects the chunk's models in the chunk's band; puts the blobs on ``kiosk/blobs``."""
+    """Detects the chunk's models in the chunk's band; puts the blobs on ``kiosk/blobs``.
+    A piece of a two-level split carries its frame's image; other chunks read it from
+    ``kiosk/hsv``."""
     chunks_in = task.attach_input(kiosk.chunks)
     blobs_out = task.attach_output(kiosk.blobs)
     kiosk.ready.wait()
-    hsv_in: sp.ChannelInput | None = None
-    held_ts: int | None = None
-    held: Image | None = None
+    frame = _FrameHold(task, kiosk, count_attaches=True)
     done = 0
     try:
-        while True:
-            try:
-                item = chunks_in.get(timeout=_WORKER_IDLE)
-            except sp.Timeout:
-                if hsv_in is not None:
-                    # Idle: let go of the frame so the watermark can pass it.
-                    hsv_in.detach()
-                    hsv_in, held_ts, held = None, None, None
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
-            chunk = item.value
+        arrivals = _arrivals(
+            lambda: chunks_in.get(timeout=_WORKER_IDLE), kiosk, on_idle=frame.release
+        )
+        for item in arrivals:
+            work = item.value
+            # A piece of an outer chunk (two-level split) goes back to its inner joiner whole.
+            chunk = work.chunk if isinstance(work, InnerChunk) else work
             assert isinstance(chunk, Chunk)
             if chunk.models:
-                if hsv_in is None:
-                    hsv_in = task.attach_input(kiosk.hsv)
-                    with kiosk.monitor.lock:
-                        kiosk.monitor.worker_attaches += 1
-                if held_ts != item.ts:
-                    # Chunks come in timestamp order: older frames are no longer needed.
-                    hsv_in.consume_until(item.ts - 1)
-                    held_ts, held = hsv_in.get(item.ts, timeout=None)
-                assert held is not None
-                blobs = detect_chunk(held, chunk.y0, chunk.y1, chunk.models, kiosk.models)
+                image = work.image if isinstance(work, InnerChunk) else None
+                if image is None:
+                    image = frame.get(item.ts)
+                blobs = detect_chunk(image, chunk.y0, chunk.y1, chunk.models, kiosk.models)
             else:
                 blobs = []
-            blobs_out.put(item.ts, (chunk, blobs))
+            blobs_out.put(item.ts, (work, blobs))
             chunks_in.consume(item.ticket)
             done += 1
     finally:
-        if hsv_in is not None:
-            hsv_in.detach()
+        frame.release()
         if kiosk.worker_done():
             kiosk.blobs.close()
     with kiosk.monitor.lock:
@@ -523,15 +547,7 @@ def joiner(task: sp.Task, kiosk: Kiosk) -> int:
     last: int | None = None
     done = 0
     try:
-        while True:
-            try:
-                item = blobs_in.get(timeout=_POLL)
-            except sp.Timeout:
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
+        for item in _arrivals(lambda: blobs_in.get(timeout=_POLL), kiosk):
             chunk: Chunk = item.value[0]
             got = pending.setdefault(item.ts, [])
             got.append(item)
@@ -559,6 +575,64 @@ def joiner(task: sp.Task, kiosk: Kiosk) -> int:
 
 
 @_stage
+def inner_splitter(task: sp.Task, kiosk: Kiosk, outer: sp.Queue) -> int:
+    """An inner node's splitter (two-level split): takes outer chunks from ``outer``, reads
+    each one's HSV image from the front's ``kiosk.hsv`` (once per frame for the whole node,
+    as the paper's inner splitters read the images directly from the histogram) and cuts it
+    into pieces (``options.regions`` bands by ``options.model_groups`` model groups) on the
+    node's own ``kiosk.chunks``, the image with them.
+
+    It holds the frame as the workers of one space do (:class:`_FrameHold`)."""
+    opts = kiosk.options
+    outer_in = task.attach_input(outer)
+    chunks_out = task.attach_output(kiosk.chunks)
+    kiosk.ready.wait()
+    frame = _FrameHold(task, kiosk, count_attaches=False)
+    done = 0
+    try:
+        arrivals = _arrivals(
+            lambda: outer_in.get(timeout=_WORKER_IDLE), kiosk, on_idle=frame.release
+        )
+        for item in arrivals:
+            outer_chunk = item.value
+            assert isinstance(outer_chunk, Chunk)
+            image = frame.get(item.ts) if outer_chunk.models else None
+            for piece in split_chunk(outer_chunk, opts.regions, opts.model_groups, image):
+                chunks_out.put(item.ts, piece)
+            outer_in.consume(item.ticket)
+            done += 1
+    finally:
+        frame.release()
+        kiosk.chunks.close()
+    return done
+
+
+@_stage
+def inner_joiner(task: sp.Task, kiosk: Kiosk, outer: sp.Queue) -> int:
+    """An inner node's joiner: gathers the pieces of each outer chunk from the node's
+    ``kiosk.blobs`` and puts the outer chunk with all their blobs on ``outer`` (the outer
+    joiner merges blobs across every band border)."""
+    blobs_in = task.attach_input(kiosk.blobs)
+    out = task.attach_output(outer)
+    kiosk.ready.wait()
+    pending: dict[tuple[int, int], list[sp.QueueItem]] = {}
+    done = 0
+    for item in _arrivals(lambda: blobs_in.get(timeout=_POLL), kiosk):
+        piece: InnerChunk = item.value[0]
+        key = (item.ts, piece.outer.part)
+        got = pending.setdefault(key, [])
+        got.append(item)
+        if len(got) < piece.chunk.parts:
+            continue
+        del pending[key]
+        out.put(item.ts, (piece.outer, [b for it in got for b in it.value[1]]))
+        for it in got:
+            blobs_in.consume(it.ticket)
+        done += 1
+    return done
+
+
+@_stage
 def lowfi_tracker(task: sp.Task, kiosk: Kiosk) -> int:
     """The low-fidelity tracker (paper, Fig. 7): always takes the newest frame it has not
     seen, skipping stale ones, so it stays current whatever the rest of the pipeline does."""
@@ -567,15 +641,7 @@ def lowfi_tracker(task: sp.Task, kiosk: Kiosk) -> int:
     kiosk.ready.wait()
     done = 0
     try:
-        while True:
-            try:
-                ts, frame = frames_in.get(sp.NEWEST_UNSEEN, timeout=_POLL)
-            except sp.Timeout:
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
+        for ts, frame in _arrivals(lambda: frames_in.get(sp.NEWEST_UNSEEN, timeout=_POLL), kiosk):
             result = lowfi_detect(frame)
             lowfi_out.put(ts, result)
             frames_in.consume_until(ts)
@@ -607,15 +673,7 @@ def decision(task: sp.Task, kiosk: Kiosk) -> int:
     lowfi: LowFi | None = None
     done = 0
     try:
-        while True:
-            try:
-                matched = correlator.get(timeout=_POLL)
-            except sp.Timeout:
-                if kiosk.stop.is_set():
-                    break
-                continue
-            except sp.Closed:
-                break
+        for matched in _arrivals(lambda: correlator.get(timeout=_POLL), kiosk):
             (ts, detections), (_, frame), (_, entered), (_, change) = matched.items
             try:
                 lts, lowfi = lowfi_in.try_get(sp.NEWEST)
@@ -693,6 +751,25 @@ def rss_mb() -> float:
         return 0.0
 
 
+class StallWatch:
+    """Aborts a run whose decision stage has decided no frame for ``timeout`` seconds,
+    saying why with ``explain()`` (who holds the watermark back)."""
+
+    def __init__(self, kiosk: Kiosk, timeout: float, explain: Callable[[], str]) -> None:
+        self._kiosk, self._timeout, self._explain = kiosk, timeout, explain
+        self._last, self._decided = time.perf_counter(), -1
+
+    def check(self, now: float) -> None:
+        with self._kiosk.monitor.lock:
+            decided = self._kiosk.monitor.decided
+        if decided != self._decided:
+            self._last, self._decided = now, decided
+        elif now - self._last > self._timeout and not self._kiosk.stop.is_set():
+            self._kiosk.abort(
+                RuntimeError(f"stalled: {decided} frames decided; {self._explain()}")
+            )
+
+
 def run_pipeline(
     source: FrameSource,
     models: list[ColorModel],
@@ -719,7 +796,14 @@ def run_pipeline(
             threads[f"worker{k}"] = rt.spawn(worker, kiosk, vt=sp.INFINITY, name=f"worker{k}")
         threads["digitizer"] = rt.spawn(digitizer, kiosk, vt=0, name="digitizer")
         t0 = time.perf_counter()
-        last_progress, last_decided = t0, -1
+
+        def holders() -> str:
+            report = rt.explain()
+            return "watermark held by: " + (
+                "; ".join(h.description for h in report.holders()) or "none"
+            )
+
+        watch = StallWatch(kiosk, stall_timeout, holders)
         try:
             next_status = t0 + status_every
             while True:
@@ -734,14 +818,7 @@ def run_pipeline(
                 rss_peak = max(rss_peak, rss_mb())
                 if status is not None:
                     status(rt, kiosk, now - t0)
-                with monitor.lock:
-                    decided = monitor.decided
-                if decided != last_decided:
-                    last_progress, last_decided = now, decided
-                elif now - last_progress > stall_timeout and not kiosk.stop.is_set():
-                    report = rt.explain()
-                    holds = "; ".join(h.description for h in report.holders()) or "none"
-                    kiosk.abort(RuntimeError(f"pipeline stalled; watermark held by: {holds}"))
+                watch.check(now)
         except BaseException as e:
             kiosk.abort(e)
             raise

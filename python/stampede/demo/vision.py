@@ -140,6 +140,30 @@ class Chunk(NamedTuple):
     """The previous frame the splitter split, so the joiner emits frames in order."""
 
 
+class InnerChunk(NamedTuple):
+    """A piece of an outer chunk that an inner splitter cut (the two-level split, paper
+    Figs. 22-23), with the frame's HSV image it fetched: the inner joiner gathers
+    ``chunk.parts`` of them per outer chunk."""
+
+    outer: Chunk
+    chunk: Chunk
+    image: Image | None
+    """The frame's HSV image (None when the chunk has no models to look for)."""
+
+
+def split_chunk(
+    outer: Chunk, regions: int, model_groups: int, image: Image | None = None
+) -> list[InnerChunk]:
+    """An inner splitter's pieces of ``outer``: its band cut into ``regions`` bands, crossed
+    with its models dealt into ``model_groups`` groups."""
+    inner = plan_chunks(outer.ts, outer.y1 - outer.y0, outer.models, regions, model_groups,
+                        outer.prev_ts)
+    return [
+        InnerChunk(outer, c._replace(y0=c.y0 + outer.y0, y1=c.y1 + outer.y0), image)
+        for c in inner
+    ]
+
+
 def bands(height: int, regions: int) -> list[tuple[int, int]]:
     """``regions`` horizontal bands covering ``height`` rows, as (first, end) rows."""
     regions = max(1, min(regions, height))

@@ -78,6 +78,8 @@ class Analysis:
     stripe_lines: int
     tiles_done: dict[str, int] = field(default_factory=dict)
     """Tiles each worker compared."""
+    worker_times: dict[str, WorkerTimes] = field(default_factory=dict)
+    """Where each worker's time went."""
 
     @property
     def pairs(self) -> int:
@@ -137,15 +139,22 @@ def _digitizer(task: sp.Task, run: _Run, frames: np.ndarray) -> None:
 
 
 class TileComparer:
-    """A worker's view of a frames channel: compares a tile's frames, got once each."""
+    """A worker's view of a frames channel: compares a tile's frames, got once each.
+
+    It keeps the seconds spent getting frames (waiting for them and moving them: the
+    worker's communication) apart from the seconds spent comparing."""
 
     def __init__(self, frames: sp.ChannelInput, stripe_lines: int) -> None:
         self._in, self._stripe = frames, stripe_lines
         self._cache: dict[int, np.ndarray] = {}
+        self.get_seconds = 0.0
+        self.compare_seconds = 0.0
 
     def _frame(self, i: int) -> np.ndarray:
         if i not in self._cache:
+            t0 = time.perf_counter()
             self._cache[i] = np.asarray(self._in.get(i)[1])
+            self.get_seconds += time.perf_counter() - t0
         return self._cache[i]
 
     def compare(self, t: Tile) -> np.ndarray:
@@ -153,11 +162,47 @@ class TileComparer:
         r0, r1, c0, c1 = t
         rows = np.stack([self._frame(i) for i in range(r0, r1)])
         cols = np.stack([self._frame(i) for i in range(c0, c1)])
-        return block(rows, cols, self._stripe, lower=r0 == c0)
+        t0 = time.perf_counter()
+        out = block(rows, cols, self._stripe, lower=r0 == c0)
+        self.compare_seconds += time.perf_counter() - t0
+        return out
+
+    def times(self) -> WorkerTimes:
+        return WorkerTimes(self.get_seconds, self.compare_seconds)
 
 
-def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> int:
+@dataclass(frozen=True)
+class WorkerTimes:
+    """Where a worker's time went."""
+
+    getting: float
+    """Seconds getting frames: waiting for them and moving them (communication)."""
+    comparing: float
+    """Seconds in the kernel."""
+
+
+def tile_pairs(t: Tile) -> int:
+    """Frame pairs a tile compares (a diagonal tile only those below the diagonal)."""
+    r0, r1, c0, c1 = t
+    return (r1 - r0) * (r1 - r0 - 1) // 2 if r0 == c0 else (r1 - r0) * (c1 - c0)
+
+
+def speedup_limit(plan: list[Tile], workers: int) -> float:
+    """The speedup the tiling itself allows ``workers`` workers that take tiles in the
+    plan's order, each as it becomes free, at a cost proportional to its pairs: the
+    whole work over the busiest worker's (the bound Fig. 13 compares with)."""
+    if workers < 1:
+        raise ValueError("at least one worker")
+    busy = [0] * workers
+    for t in plan:
+        k = busy.index(min(busy))
+        busy[k] += tile_pairs(t)
+    return sum(busy) / max(max(busy), 1)
+
+
+def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> tuple[int, WorkerTimes]:
     done = 0
+    comparer: TileComparer | None = None
     try:
         comparer = TileComparer(task.attach_input(run.frames), stripe_lines)
         work = task.attach_input(run.work)
@@ -169,7 +214,7 @@ def _worker(task: sp.Task, run: _Run, stripe_lines: int) -> int:
             work.consume(job.ticket)
             done += 1
     except sp.Closed:
-        return done
+        return done, comparer.times() if comparer is not None else WorkerTimes(0.0, 0.0)
     except BaseException as e:
         run.fail(e)
         raise
@@ -225,7 +270,7 @@ def analyze(
             if run.error is not None:
                 raise run.error from None
             raise
-        done = {f"worker{k}": t.result() for k, t in enumerate(threads)}
+        ended = {f"worker{k}": t.result() for k, t in enumerate(threads)}
         seconds = time.perf_counter() - t0
         for c in (run.frames, run.work, run.results):
             c.close()
@@ -233,4 +278,7 @@ def analyze(
     finally:
         if own:
             rt.close()
-    return Analysis(_symmetric(sq), seconds, workers, tile, stripe_lines, done)
+    return Analysis(
+        _symmetric(sq), seconds, workers, tile, stripe_lines,
+        {w: e[0] for w, e in ended.items()}, {w: e[1] for w, e in ended.items()},
+    )
