@@ -37,12 +37,10 @@ def test_bad_partitions_are_refused() -> None:
 
 @pytest.mark.parametrize(
     "partition",
-    [
-        tracker.Partition.paper(1, 1),
-        tracker.Partition.paper(2, 2),
-        tracker.Partition(2, 2, out_mp=2, out_rp=2, in_mp=2, in_rp=2),
-    ],
-    ids=lambda p: p.label().replace(" ", ","),
+    # Every configuration of the paper's sweep, and one that splits at every level.
+    [tracker.Partition.paper(n, t) for n in (1, 2, 4) for t in (1, 2, 3)]
+    + [tracker.Partition(2, 2, out_mp=2, out_rp=2, in_mp=2, in_rp=2)],
+    ids=lambda p: f"{p.nodes}x{p.threads}," + p.label().replace(" ", ","),
 )
 def test_every_partition_tracks_the_targets(partition: tracker.Partition) -> None:
     r = tracker.run_two_level(partition, width=320, height=240, seconds=2.0, warmup=0.5)
