@@ -196,6 +196,10 @@ pub(crate) struct Connection {
     /// Further Zenoh setting, applied last (repeatable), e.g. scouting/multicast/enabled:true
     #[arg(long, value_name = "KEY:JSON5", value_parser = zenoh_setting)]
     pub(crate) cfg: Vec<(String, String)>,
+    /// Serve this address space's metrics over HTTP on HOST:PORT (GET /metrics, the
+    /// Prometheus/OpenMetrics text format), e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "HOST:PORT", env = "STAMPEDE_METRICS")]
+    pub(crate) metrics: Option<String>,
 }
 
 /// TLS and user-password authentication.
@@ -318,6 +322,7 @@ impl Connection {
             connect_timeout: self.timeout,
             op_timeout: self.timeout,
             zenoh: self.cfg.clone(),
+            metrics_listen: self.metrics.clone(),
             ..Config::default()
         };
         if mode == Mode::Router {

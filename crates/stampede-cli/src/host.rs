@@ -65,6 +65,9 @@ fn describe(space: &Space) {
     for e in &cfg.connect {
         println!("connect  {e}");
     }
+    if let Some(addr) = space.metrics_addr() {
+        println!("metrics  http://{addr}/metrics");
+    }
 }
 
 fn serve_until_interrupted(space: Space, interrupt: &Interrupt) {

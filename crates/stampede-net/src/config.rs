@@ -100,6 +100,12 @@ pub struct Config {
     /// as a lossy path would. Gets stay correct and only cost more round trips; tests use it
     /// to show that.
     pub push_loss: u32,
+    /// Where to serve this space's metrics over HTTP (`GET /metrics`, OpenMetrics text),
+    /// as `host:port`; `None` (the default) serves none. [`Space::metrics`] renders the
+    /// same without an endpoint.
+    ///
+    /// [`Space::metrics`]: crate::Space::metrics
+    pub metrics_listen: Option<String>,
     /// Further Zenoh settings as `(path, JSON5 value)`, applied last.
     pub zenoh: Vec<(String, String)>,
 }
@@ -122,6 +128,7 @@ impl Default for Config {
             spin_rounds: None,
             queue_prefetch: 0,
             push_loss: 0,
+            metrics_listen: None,
             zenoh: Vec::new(),
         }
     }
@@ -172,6 +179,13 @@ impl Config {
             listen: vec![endpoint.into()],
             ..Self::default()
         }
+    }
+
+    /// Serves this space's metrics on `addr` (`host:port`; see
+    /// [`metrics_listen`](Config::metrics_listen)).
+    pub fn metrics_listen(mut self, addr: impl Into<String>) -> Self {
+        self.metrics_listen = Some(addr.into());
+        self
     }
 
     /// Adds an endpoint to listen on.

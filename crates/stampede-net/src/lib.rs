@@ -47,6 +47,7 @@ mod feed;
 mod intake;
 mod latest;
 mod marks;
+mod metrics;
 mod pipe;
 mod publishers;
 mod remote;

@@ -28,6 +28,7 @@ use crate::server;
 use crate::view::{Arrival, Views};
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
+use stampede_observe::{Endpoint as MetricsEndpoint, Metrics, RuntimeSource};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -140,6 +141,10 @@ pub(crate) struct Shared {
     pub(crate) events: Events,
     /// Named code served here, and the calls this space waits for.
     pub(crate) code: Code,
+    /// This space's metrics (its runtime's and its own counters), and where they are
+    /// served, if anywhere.
+    metrics: Metrics,
+    metrics_addr: Mutex<Option<std::net::SocketAddr>>,
     /// Zenoh entities that live as long as the space.
     keep: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
@@ -255,6 +260,45 @@ pub struct SpaceStats {
     pub invocations_failed: u64,
     /// Answers that arrived after their call stopped waiting.
     pub answers_late: u64,
+}
+
+impl SpaceStats {
+    /// Every counter as (name, what it counts, value): the one table the metrics export.
+    pub fn counters(&self) -> [(&'static str, &'static str, u64); 31] {
+        [
+            ("served", "Requests served for other address spaces.", self.served),
+            ("malformed", "Requests that could not be decoded (answered with an error).", self.malformed),
+            ("refused", "Requests refused because their address space had left.", self.refused),
+            ("unreachable", "Operations that failed because an owner was unreachable.", self.unreachable),
+            ("cache_hits", "Gets answered from this space's cache of remote items.", self.cache_hits),
+            ("spaces_lost", "Address spaces seen leaving or dying.", self.spaces_lost),
+            ("pushed", "Items pushed ahead to remote readers (one per reader).", self.pushed),
+            ("push_skipped", "New items not pushed because the pusher was behind (readers fetch them on get).", self.push_skipped),
+            ("push_received", "Items other spaces pushed here.", self.push_received),
+            ("consume_failed", "Channel consumes and applied gets other spaces sent without waiting that this space, their owner, refused.", self.consume_failed),
+            ("events_sent", "Arrival and garbage events sent to subscribed spaces (one per subscriber).", self.events_sent),
+            ("events_received", "Events received from owners and dispatched to callbacks here.", self.events_received),
+            ("events_dropped", "Events dropped because a queue was full or a send failed (here, as owner or as subscriber).", self.events_dropped),
+            ("events_lost", "Events an owner numbered that never arrived here (gaps in the numbering).", self.events_lost),
+            ("puts_sent", "Puts into remote channels sent without waiting for their owner.", self.puts_sent),
+            ("puts_refused", "Of those, puts their owner refused (or that were in flight when it left): each is reported by its connection's next put or flush.", self.puts_refused),
+            ("view_hits", "Gets on other spaces' channels answered here, from the items their owners pushed, without a round trip.", self.view_hits),
+            ("register_hits", "Reads of other spaces' registers answered here, from the values their owners pushed, without a round trip.", self.register_hits),
+            ("leased", "Items of other spaces' queues taken ahead into leases (`Config::queue_prefetch`).", self.leased),
+            ("lease_hits", "Gets on other spaces' queues answered from a lease, without a round trip.", self.lease_hits),
+            ("view_snapshots", "Snapshots of remote channels taken to start or rebuild a connection's view (one per input connection, and one after each push lost on the way).", self.view_snapshots),
+            ("seen_refused", "Gets a reader answered from its view that this space, as their owner, found no longer valid (logged; none is expected).", self.seen_refused),
+            ("sent_as_received", "Large items this space sent in the buffer they arrived or were lent in (in shared memory between processes of one host: a descriptor, no copy).", self.sent_as_received),
+            ("sent_fresh", "Large items this space handed to Zenoh afresh, which copies them into shared memory or onto the link.", self.sent_fresh),
+            ("loans_shared", "Loans for remote channels lent in shared memory (put without a copy).", self.loans_shared),
+            ("loans_plain", "Loans for remote channels lent in plain memory instead: too small to be worth it, no shared memory, or its pool full (a slow reader holds it); the put copies once.", self.loans_plain),
+            ("invocations_sent", "Invocations of named code this space sent (calls and one-way).", self.invocations_sent),
+            ("invocations_served", "Invocations this space ran a handler for.", self.invocations_served),
+            ("invocations_unknown", "Invocations that reached this space for a name it does not serve (each answered with the error).", self.invocations_unknown),
+            ("invocations_failed", "Failures of this space's invocations reported back to it: an unknown name or a handler that failed, for calls and one-way invocations alike.", self.invocations_failed),
+            ("answers_late", "Answers that arrived after their call stopped waiting.", self.answers_late),
+        ]
+    }
 }
 
 impl Shared {
@@ -647,8 +691,11 @@ impl Space {
             events,
             code: Code::default(),
             keep: Mutex::default(),
+            metrics: Metrics::new(),
+            metrics_addr: Mutex::default(),
         });
         let space = Space { sh };
+        space.start_metrics()?;
         space.start(push_rx, acks_rx, hurried)?;
         let sub = Events::start(&space.sh, queues).map_err(NetError::Connect)?;
         space.keep(sub);
@@ -659,6 +706,31 @@ impl Space {
         provider::set_directory(&space.sh.rt, Arc::downgrade(&names));
         space.keep(names);
         Ok(space)
+    }
+
+    fn start_metrics(&self) -> Result<(), NetError> {
+        let sh = &self.sh;
+        sh.metrics.add(RuntimeSource::new(&sh.rt));
+        sh.metrics.add(crate::metrics::SpaceSource::new(&self.sh));
+        if let Some(addr) = &sh.cfg.metrics_listen {
+            let endpoint = MetricsEndpoint::start(addr, sh.metrics.clone())
+                .map_err(|e| NetError::Config(format!("metrics_listen: {e}")))?;
+            *lock(&sh.metrics_addr) = Some(endpoint.addr());
+            self.keep(endpoint);
+        }
+        Ok(())
+    }
+
+    /// This space's metrics: its runtime's zones, named containers and tasks and its own
+    /// counters, read when rendered ([`Metrics::render`] gives the OpenMetrics text). More
+    /// sources may be added, e.g. an executor's.
+    pub fn metrics(&self) -> Metrics {
+        self.sh.metrics.clone()
+    }
+
+    /// Where this space serves its metrics ([`Config::metrics_listen`]), if anywhere.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        *lock(&self.sh.metrics_addr)
     }
 
     fn keep(&self, x: impl std::any::Any + Send + Sync) {

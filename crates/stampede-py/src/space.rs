@@ -297,13 +297,14 @@ impl Space {
     /// owner's answer, ``wait_slice`` how long an owner holds a blocked request before it is
     /// asked again; ``None`` keeps the default. ``queue_prefetch`` is how many more waiting
     /// items a get on another space's queue takes ahead, held by the connection as a lease
-    /// (0: none). Raises ``ConfigError``, ``ConnectError`` or ``AuthRejected``.
+    /// (0: none). ``metrics_listen`` (``"host:port"``) serves the space's metrics over HTTP
+    /// (``GET /metrics``). Raises ``ConfigError``, ``ConnectError`` or ``AuthRejected``.
     #[staticmethod]
     #[pyo3(signature = (
         app, *, mode = "peer", listen = Vec::new(), connect = Vec::new(), tls = None,
         user = None, password = None, credentials_file = None, lease = None,
         op_timeout = None, wait_slice = None, connect_timeout = None,
-        multicast_scouting = false, shm_pool = None, queue_prefetch = 0,
+        multicast_scouting = false, shm_pool = None, queue_prefetch = 0, metrics_listen = None,
     ))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn join(
@@ -323,6 +324,7 @@ impl Space {
         multicast_scouting: bool,
         shm_pool: Option<usize>,
         queue_prefetch: u32,
+        metrics_listen: Option<String>,
     ) -> PyResult<Py<Space>> {
         let mut cfg = Config {
             mode: self::mode(py, mode)?,
@@ -331,6 +333,7 @@ impl Space {
             multicast_scouting,
             credentials_file,
             queue_prefetch,
+            metrics_listen,
             ..Config::default()
         };
         cfg.tls = tls.map(|t| net::Tls {
@@ -487,6 +490,19 @@ impl Space {
             .into_iter()
             .map(explanation)
             .collect())
+    }
+
+    /// This space's metrics now, in the OpenMetrics text format: its runtime's zones,
+    /// named containers and tasks, and its own counters.
+    fn metrics(&self, py: Python<'_>) -> PyResult<String> {
+        let s = self.get(py)?;
+        Ok(py.detach(|| s.metrics().render()))
+    }
+
+    /// ``"host:port"`` where the space serves its metrics, or ``None``.
+    #[getter]
+    fn metrics_addr(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.get(py)?.metrics_addr().map(|a| a.to_string()))
     }
 
     /// Counters of this space's network activity.

@@ -331,6 +331,14 @@ impl Runtime {
         Ok(WatermarkReport::from(r))
     }
 
+    /// This runtime's metrics now, in the OpenMetrics text format: its zones, named
+    /// containers and tasks.
+    fn metrics(&self, py: Python<'_>) -> String {
+        let m = stampede_observe::Metrics::new();
+        m.add(stampede_observe::RuntimeSource::new(&self.rt));
+        py.detach(|| m.render())
+    }
+
     /// Collection counters of ``zone``.
     #[pyo3(signature = (zone = 0))]
     fn gc_stats(&self, py: Python<'_>, zone: i64) -> PyResult<GcStats> {

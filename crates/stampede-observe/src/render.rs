@@ -1,0 +1,145 @@
+//! Samples and their encoding: the one place that speaks `prometheus-client`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+/// A counter only grows; a gauge goes up and down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Exported with the `_total` suffix.
+    Counter,
+    /// A value now.
+    Gauge,
+}
+
+/// One value of one metric family, with its labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// The family's name (`stampede_...`, counters without `_total`).
+    pub name: Cow<'static, str>,
+    /// What it measures.
+    pub help: &'static str,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// Label names and values.
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: f64,
+}
+
+impl Sample {
+    /// A counter.
+    pub fn counter(name: impl Into<Cow<'static, str>>, help: &'static str, value: u64) -> Sample {
+        Sample {
+            name: name.into(),
+            help,
+            kind: Kind::Counter,
+            labels: Vec::new(),
+            value: value as f64,
+        }
+    }
+
+    /// A gauge.
+    pub fn gauge(name: impl Into<Cow<'static, str>>, help: &'static str, value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            help,
+            kind: Kind::Gauge,
+            labels: Vec::new(),
+            value,
+        }
+    }
+
+    /// With one more label.
+    pub fn label(mut self, name: &'static str, value: impl Into<String>) -> Sample {
+        self.labels.push((name, value.into()));
+        self
+    }
+}
+
+fn labels(s: &Sample) -> Vec<(&str, &str)> {
+    s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// Samples grouped by family, for one scrape.
+#[derive(Debug)]
+struct Families(BTreeMap<Cow<'static, str>, Vec<Sample>>);
+
+impl Collector for Families {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        for (name, samples) in &self.0 {
+            let first = &samples[0];
+            match first.kind {
+                Kind::Counter => {
+                    let mut family = encoder.encode_descriptor(
+                        name,
+                        first.help,
+                        None,
+                        ConstCounter::new(0u64).metric_type(),
+                    )?;
+                    // Counters are whole numbers of events.
+                    let metric = |s: &Sample| ConstCounter::new(s.value.max(0.0) as u64);
+                    if let [s] = samples.as_slice() {
+                        if s.labels.is_empty() {
+                            metric(s).encode(family)?;
+                            continue;
+                        }
+                    }
+                    for s in samples {
+                        metric(s).encode(family.encode_family(&labels(s))?)?;
+                    }
+                }
+                Kind::Gauge => {
+                    let mut family = encoder.encode_descriptor(
+                        name,
+                        first.help,
+                        None,
+                        ConstGauge::new(0f64).metric_type(),
+                    )?;
+                    if let [s] = samples.as_slice() {
+                        if s.labels.is_empty() {
+                            ConstGauge::new(s.value).encode(family)?;
+                            continue;
+                        }
+                    }
+                    for s in samples {
+                        ConstGauge::new(s.value).encode(family.encode_family(&labels(s))?)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The OpenMetrics text of `samples`. A family's first sample gives its kind and help;
+/// samples of one family that repeat a label set are summed (two sources may report the
+/// same thing, e.g. containers of one name in two runtimes).
+pub(crate) fn encode(samples: Vec<Sample>) -> String {
+    let mut families: BTreeMap<Cow<'static, str>, Vec<Sample>> = BTreeMap::new();
+    for s in samples {
+        let family = families.entry(s.name.clone()).or_default();
+        if s.kind != family.first().map_or(s.kind, |f| f.kind) {
+            tracing::warn!(metric = %s.name, "a sample of another kind than its family: left out");
+            continue;
+        }
+        match family.iter_mut().find(|f| f.labels == s.labels) {
+            Some(same) => same.value += s.value,
+            None => family.push(s),
+        }
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Families(families)));
+    let mut text = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &registry) {
+        tracing::warn!("encoding the metrics failed: {e}");
+    }
+    text
+}

@@ -1,0 +1,223 @@
+//! A runtime's zones, named containers and tasks.
+
+use stampede_core::{HoldCause, Named, Runtime, Timestamp, INFINITY};
+
+use crate::{Sample, Source};
+
+/// Reads a runtime's counters at each scrape: per zone the collector's floor, watermark,
+/// passes and reclaimed items and what holds the watermark; per task its virtual time; per
+/// named channel and queue its items, connections and operation counts.
+pub struct RuntimeSource {
+    rt: Runtime,
+}
+
+impl RuntimeSource {
+    /// The source of `rt` (it keeps the runtime alive).
+    pub fn new(rt: &Runtime) -> RuntimeSource {
+        RuntimeSource { rt: rt.clone() }
+    }
+}
+
+/// A timestamp as a gauge's value: `INFINITY` is `+Inf`.
+fn ts(t: Timestamp) -> f64 {
+    if t == INFINITY {
+        f64::INFINITY
+    } else {
+        t as f64
+    }
+}
+
+/// What holds a watermark term, as (cause, name) labels.
+fn holder(cause: &HoldCause) -> (&'static str, String) {
+    match cause {
+        HoldCause::VirtualTime { task_name, .. } => ("virtual_time", task_name.clone()),
+        HoldCause::PendingPut { task_name, .. } => ("pending_put", task_name.clone()),
+        HoldCause::Unconsumed {
+            container_name,
+            task_name,
+            ..
+        } => (
+            "unconsumed",
+            format!("{}@{}", task_name, container_name.as_deref().unwrap_or("?")),
+        ),
+        HoldCause::Horizon => ("horizon", String::new()),
+        HoldCause::NoLiveTask { .. } => ("no_live_task", String::new()),
+        HoldCause::Remote { space } => ("remote", space.clone()),
+        HoldCause::QueueItem { container_name, .. } => (
+            "queue_item",
+            container_name.as_deref().unwrap_or("?").to_owned(),
+        ),
+        _ => ("other", String::new()),
+    }
+}
+
+impl Source for RuntimeSource {
+    fn collect(&self, out: &mut Vec<Sample>) {
+        for zone in self.rt.zones() {
+            let z = zone.0.to_string();
+            let gc = self.rt.gc_stats(zone);
+            let report = self.rt.explain(zone);
+            out.push(
+                Sample::gauge(
+                    "stampede_zone_floor",
+                    "The zone's floor: everything below it has been reclaimed.",
+                    ts(gc.floor),
+                )
+                .label("zone", &z),
+            );
+            out.push(
+                Sample::gauge(
+                    "stampede_zone_watermark",
+                    "The watermark the zone's terms give now (a pass raises the floor to it).",
+                    ts(report.watermark),
+                )
+                .label("zone", &z),
+            );
+            out.push(
+                Sample::counter(
+                    "stampede_zone_gc_passes",
+                    "Collection passes run.",
+                    gc.passes,
+                )
+                .label("zone", &z),
+            );
+            out.push(
+                Sample::counter(
+                    "stampede_zone_reclaimed",
+                    "Items reclaimed by the watermark or by reference counts.",
+                    gc.reclaimed,
+                )
+                .label("zone", &z),
+            );
+            for h in report.holders() {
+                let (cause, name) = holder(&h.cause);
+                out.push(
+                    Sample::gauge(
+                        "stampede_zone_watermark_holder",
+                        "What holds the zone's watermark (1 per holder at the watermark).",
+                        1.0,
+                    )
+                    .label("zone", &z)
+                    .label("cause", cause)
+                    .label("name", name),
+                );
+            }
+            for h in &report.holds {
+                if let HoldCause::VirtualTime { task_name, .. } = &h.cause {
+                    out.push(
+                        Sample::gauge(
+                            "stampede_task_virtual_time",
+                            "A live task's virtual time.",
+                            ts(h.ts),
+                        )
+                        .label("zone", &z)
+                        .label("task", task_name.clone()),
+                    );
+                }
+            }
+        }
+        for name in self.rt.names() {
+            match self.rt.lookup(&name) {
+                Some(Named::Channel(c)) => {
+                    let s = c.stats();
+                    let gauges = [
+                        ("stampede_container_items", "Items stored now.", s.items),
+                        (
+                            "stampede_container_connections",
+                            "Input connections attached now.",
+                            s.connections,
+                        ),
+                        (
+                            "stampede_container_open",
+                            "Items gotten and not yet consumed.",
+                            s.open,
+                        ),
+                    ];
+                    for (metric, help, v) in gauges {
+                        out.push(
+                            Sample::gauge(metric, help, v as f64)
+                                .label("container", &name)
+                                .label("kind", "channel"),
+                        );
+                    }
+                    let counters = [
+                        ("stampede_container_puts", "Successful puts.", s.puts),
+                        ("stampede_container_gets", "Successful gets.", s.gets),
+                        (
+                            "stampede_container_reclaimed",
+                            "Items reclaimed (watermark or reference count).",
+                            s.reclaimed,
+                        ),
+                        (
+                            "stampede_container_skipped",
+                            "Items passed over unseen by newest-unseen gets.",
+                            s.skipped,
+                        ),
+                        (
+                            "stampede_container_full",
+                            "Puts that found the container full.",
+                            s.full,
+                        ),
+                    ];
+                    for (metric, help, v) in counters {
+                        out.push(
+                            Sample::counter(metric, help, v)
+                                .label("container", &name)
+                                .label("kind", "channel"),
+                        );
+                    }
+                }
+                Some(Named::Queue(q)) => {
+                    let s = q.stats();
+                    let gauges = [
+                        (
+                            "stampede_container_items",
+                            "Items stored now.",
+                            s.waiting + s.held,
+                        ),
+                        (
+                            "stampede_container_open",
+                            "Items gotten and not yet consumed.",
+                            s.held,
+                        ),
+                    ];
+                    for (metric, help, v) in gauges {
+                        out.push(
+                            Sample::gauge(metric, help, v as f64)
+                                .label("container", &name)
+                                .label("kind", "queue"),
+                        );
+                    }
+                    let counters = [
+                        ("stampede_container_puts", "Successful puts.", s.puts),
+                        ("stampede_container_gets", "Successful gets.", s.gets),
+                        (
+                            "stampede_container_consumed",
+                            "Queue items consumed (and freed).",
+                            s.consumed,
+                        ),
+                        (
+                            "stampede_container_redelivered",
+                            "Held queue items put back because their connection went away.",
+                            s.redelivered,
+                        ),
+                        (
+                            "stampede_container_full",
+                            "Puts that found the container full.",
+                            s.full,
+                        ),
+                    ];
+                    for (metric, help, v) in counters {
+                        out.push(
+                            Sample::counter(metric, help, v)
+                                .label("container", &name)
+                                .label("kind", "queue"),
+                        );
+                    }
+                }
+                // Registers keep no counters; a name gone meanwhile has nothing to say.
+                _ => {}
+            }
+        }
+    }
+}
