@@ -2445,6 +2445,7 @@ static void test_observe_stats_and_explain(void) {
     stp_hold holds[8];
     stp_space_stats ss;
     char *text = NULL;
+    char *metrics = NULL;
     int64_t ts = 0;
     CHAN_SETUP(f, 0);
     for (int64_t t = 1; t <= 3; t++) {
@@ -2479,6 +2480,13 @@ static void test_observe_stats_and_explain(void) {
     CHECK_MSG(text != NULL && strstr(text, "consumer") != NULL, "report: %s", text);
     CHECK_INVALID(stp_runtime_explain(f.rt, 0, &w, NULL, 3, NULL), "holds");
     CHECK_INVALID(stp_runtime_explain(f.rt, 0, NULL, NULL, 0, NULL), "out");
+    /* The same figures as metrics (OpenMetrics text). */
+    CHECK_OK(stp_runtime_metrics(f.rt, &metrics));
+    CHECK_MSG(metrics != NULL && strstr(metrics, "stampede_zone_watermark{zone=\"0\"} 2.0") != NULL,
+              "metrics: %s", metrics);
+    CHECK_MSG(strstr(metrics, "stampede_zone_reclaimed_total{zone=\"0\"} 1\n") != NULL,
+              "metrics: %s", metrics);
+    CHECK_INVALID(stp_runtime_metrics(f.rt, NULL), "text");
     /* An embedded runtime has no address-space counters. */
     CHECK_ST(stp_runtime_space_stats(f.rt, &ss), STP_UNSUPPORTED);
     CHECK_INVALID(stp_channel_get_stats(NULL, &cs), "NULL");
@@ -2486,6 +2494,7 @@ static void test_observe_stats_and_explain(void) {
     CHECK_INVALID(stp_runtime_gc_stats(NULL, 0, &gs), "NULL");
 done:
     stp_string_free(text);
+    stp_string_free(metrics);
     stp_item_free(it);
     chan_teardown(&f);
 }

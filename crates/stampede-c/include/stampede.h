@@ -994,6 +994,15 @@ stp_status stp_runtime_space_stats(const stp_runtime *rt, stp_space_stats *out);
 // (or NULL with `holds_cap` 0); `text` is NULL or writable.
 stp_status stp_runtime_explain(const stp_runtime *rt, uint32_t zone, stp_watermark *out, stp_hold *holds, size_t holds_cap, char **text);
 
+// This runtime's metrics now, in the Prometheus/OpenMetrics text format, in `*text`, which
+// the caller frees with `stp_string_free`: its zones, named containers and tasks, and, for
+// a runtime joined to an application, its address space's own counters (see
+// `docs/observability.md`).
+//
+// # Safety
+// `rt` is a live runtime; `text` is writable.
+stp_status stp_runtime_metrics(const stp_runtime *rt, char **text);
+
 // Frees a string this library returned. NULL is ignored.
 //
 // # Safety

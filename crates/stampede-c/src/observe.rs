@@ -386,6 +386,39 @@ pub unsafe extern "C" fn stp_runtime_explain(
     })
 }
 
+/// This runtime's metrics now, in the Prometheus/OpenMetrics text format, in `*text`, which
+/// the caller frees with `stp_string_free`: its zones, named containers and tasks, and, for
+/// a runtime joined to an application, its address space's own counters (see
+/// `docs/observability.md`).
+///
+/// # Safety
+/// `rt` is a live runtime; `text` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn stp_runtime_metrics(
+    rt: *const stp_runtime,
+    text: *mut *mut c_char,
+) -> stp_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let rt = unsafe { handle(rt, "rt") }?;
+        crate::error::need_out(text, "text")?;
+        let rendered = match rt.space() {
+            Some(space) => space.metrics().render(),
+            None => {
+                let m = stampede_observe::Metrics::new();
+                m.add(stampede_observe::RuntimeSource::new(rt.core()));
+                m.render()
+            }
+        };
+        // Label values are names, which hold no NUL.
+        let s =
+            CString::new(rendered.replace('\0', " ")).map_err(|e| Error::invalid(e.to_string()))?;
+        // SAFETY: `text` is writable.
+        unsafe { text.write(s.into_raw()) };
+        Ok(())
+    })
+}
+
 /// Frees a string this library returned. NULL is ignored.
 ///
 /// # Safety
