@@ -47,6 +47,9 @@ pub(crate) enum Command {
     Watermark(WatermarkArgs),
     /// List the cluster tasks each address space runs, with their state
     Threads(SpacesArgs),
+    /// Print the metrics of every address space of the application, each sample labelled
+    /// with its space (OpenMetrics text; --json for the samples)
+    Metrics(SpacesArgs),
     /// Run a host's node agent: start address spaces for the application's clusters when
     /// they attach one, until interrupted
     Node(NodeArgs),

@@ -170,6 +170,23 @@ fn watch_names(a: NamesArgs) -> Result<(), Failure> {
 }
 
 /// `stampede spaces`.
+pub(crate) fn metrics(a: SpacesArgs) -> Result<(), Failure> {
+    let space = join(&a.conn, a.mode, &a.security)?;
+    let me = space.id().to_owned();
+    let samples: Vec<_> = space
+        .application_metrics(a.conn.timeout)
+        .into_iter()
+        .filter(|s| !s.labels.iter().any(|(k, v)| k == "space" && *v == me))
+        .collect();
+    space.leave();
+    if a.json {
+        println!("{}", stampede_observe::to_json(&samples));
+    } else {
+        print!("{}", stampede_observe::encode(samples));
+    }
+    Ok(())
+}
+
 pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
     let space = join(&a.conn, a.mode, &a.security)?;
     let me = space.id().to_owned();

@@ -101,6 +101,7 @@ pub fn main() -> ExitCode {
         Command::Spaces(a) => inspect::spaces(a),
         Command::Watermark(a) => inspect::watermark(a),
         Command::Threads(a) => inspect::threads(a),
+        Command::Metrics(a) => inspect::metrics(a),
         Command::Node(a) => host::node(a),
     };
     match result {

@@ -192,6 +192,7 @@ fn every_command_has_help() {
         "spaces",
         "watermark",
         "threads",
+        "metrics",
         "node",
     ] {
         assert!(
@@ -220,6 +221,48 @@ fn every_command_has_help() {
     let v = run(&["--version"]);
     assert_eq!(v.code, Some(0));
     assert!(v.stdout.starts_with("stampede "));
+}
+
+#[test]
+fn metrics_gathers_every_space_with_its_label() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("metrics");
+    let owner = Space::join(&app, Config::router(ep.clone())).unwrap();
+    let ch = owner
+        .channel(stampede_core::ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let t = owner.task(0).unwrap();
+    let out = t.attach_output(&ch).unwrap();
+    for ts in 0..3 {
+        out.put(ts, "x").unwrap();
+    }
+    let o = run(&["metrics", "--app", &app, "--connect", &ep]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let id = owner.id();
+    assert!(
+        o.stdout.contains(&format!(
+            "stampede_container_puts_total{{container=\"frames\",kind=\"channel\",space=\"{id}\"}} 3"
+        )),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains(&format!("stampede_space_up{{space=\"{id}\"}} 1.0")),
+        "{}",
+        o.stdout
+    );
+    // Only the application's spaces: not the command's own short-lived one.
+    assert_eq!(
+        o.stdout.matches("stampede_space_up{").count(),
+        1,
+        "{}",
+        o.stdout
+    );
+    let j = run(&["metrics", "--app", &app, "--connect", &ep, "--json"]).json();
+    assert!(j.as_array().is_some_and(|a| !a.is_empty()), "{j}");
+    drop((out, t, ch));
+    owner.leave();
 }
 
 #[test]

@@ -7,6 +7,9 @@ use stampede_observe::{Sample, Source};
 use crate::space::Shared;
 use crate::Space;
 
+/// The named code that answers a space's samples, as JSON.
+pub(crate) const SERVICE: &str = "stampede/metrics";
+
 /// Reads a space's [`SpaceStats`](crate::SpaceStats) and membership at each scrape.
 pub(crate) struct SpaceSource {
     sh: Weak<Shared>,

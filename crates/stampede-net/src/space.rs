@@ -28,7 +28,7 @@ use crate::server;
 use crate::view::{Arrival, Views};
 use crate::wire::{self, Kind, NameRecord};
 use crate::zbytes;
-use stampede_observe::{Endpoint as MetricsEndpoint, Metrics, RuntimeSource};
+use stampede_observe::{Endpoint as MetricsEndpoint, Metrics, RuntimeSource, Sample};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -712,6 +712,11 @@ impl Space {
         let sh = &self.sh;
         sh.metrics.add(RuntimeSource::new(&sh.rt));
         sh.metrics.add(crate::metrics::SpaceSource::new(&self.sh));
+        // Other spaces ask for this space's samples (`stampede metrics`, `top`).
+        let metrics = sh.metrics.clone();
+        self.serve(crate::metrics::SERVICE, move |_from, _arg| {
+            Ok(Item::from(stampede_observe::to_json(&metrics.samples())))
+        })?;
         if let Some(addr) = &sh.cfg.metrics_listen {
             let endpoint = MetricsEndpoint::start(addr, sh.metrics.clone())
                 .map_err(|e| NetError::Config(format!("metrics_listen: {e}")))?;
@@ -726,6 +731,56 @@ impl Space {
     /// sources may be added, e.g. an executor's.
     pub fn metrics(&self) -> Metrics {
         self.sh.metrics.clone()
+    }
+
+    /// The samples of address space `space` (this one's or another's), waiting up to
+    /// `timeout` for its answer.
+    pub fn metrics_of(&self, space: &str, timeout: Duration) -> Result<Vec<Sample>, NetError> {
+        if space == self.sh.id {
+            return Ok(self.sh.metrics.samples());
+        }
+        let answer = self
+            .call(space, crate::metrics::SERVICE, Item::from(Vec::<u8>::new()))
+            .and_then(|c| c.wait_timeout(timeout))
+            .map_err(|e| NetError::Unreachable(format!("metrics of {space}: {e}")))?;
+        let text = answer
+            .as_str()
+            .ok_or_else(|| NetError::Unreachable(format!("metrics of {space}: not text")))?;
+        stampede_observe::from_json(text)
+            .map_err(|e| NetError::Unreachable(format!("{space}: {e}")))
+    }
+
+    /// The samples of every address space of the application, each with a `space` label,
+    /// and `stampede_space_up{space}`: 1 for a space that answered within `timeout`, 0 for
+    /// one that did not. The spaces are asked at once.
+    pub fn application_metrics(&self, timeout: Duration) -> Vec<Sample> {
+        let spaces = self.spaces();
+        let asked: Vec<_> = spaces
+            .iter()
+            .map(|s| {
+                let me = self.clone();
+                let s = s.clone();
+                std::thread::spawn(move || me.metrics_of(&s, timeout))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (space, asked) in spaces.iter().zip(asked) {
+            let got = asked
+                .join()
+                .unwrap_or_else(|_| Err(NetError::Unreachable(space.clone())));
+            out.push(
+                Sample::gauge(
+                    "stampede_space_up",
+                    "Whether the address space answered for its metrics.",
+                    if got.is_ok() { 1.0 } else { 0.0 },
+                )
+                .label("space", space.clone()),
+            );
+            for s in got.unwrap_or_default() {
+                out.push(s.label("space", space.clone()));
+            }
+        }
+        out
     }
 
     /// Where this space serves its metrics ([`Config::metrics_listen`]), if anywhere.

@@ -30,8 +30,13 @@ mod render;
 mod runtime;
 
 pub use endpoint::Endpoint;
-pub use render::{Kind, Sample};
+pub use render::{from_json, to_json, Kind, Sample};
 pub use runtime::RuntimeSource;
+
+/// `samples` in the OpenMetrics text format (samples of one family and label set summed).
+pub fn encode(samples: Vec<Sample>) -> String {
+    render::encode(samples)
+}
 
 use std::sync::{Arc, Mutex};
 
@@ -82,6 +87,6 @@ impl Metrics {
 
     /// Every source's samples now, in the OpenMetrics text format.
     pub fn render(&self) -> String {
-        render::encode(self.samples())
+        encode(self.samples())
     }
 }

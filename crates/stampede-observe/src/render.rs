@@ -9,9 +9,10 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+use serde::{Deserialize, Serialize};
 
 /// A counter only grows; a gauge goes up and down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
     /// Exported with the `_total` suffix.
     Counter,
@@ -19,19 +20,58 @@ pub enum Kind {
     Gauge,
 }
 
-/// One value of one metric family, with its labels.
-#[derive(Clone, Debug, PartialEq)]
+/// One value of one metric family, with its labels. It travels between address spaces as
+/// JSON ([`to_json`], [`from_json`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// The family's name (`stampede_...`, counters without `_total`).
     pub name: Cow<'static, str>,
     /// What it measures.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
     /// Counter or gauge.
     pub kind: Kind,
     /// Label names and values.
-    pub labels: Vec<(&'static str, String)>,
-    /// The value.
+    pub labels: Vec<(Cow<'static, str>, String)>,
+    /// The value (a gauge of a timestamp may be infinite: JSON carries it as null).
+    #[serde(with = "value")]
     pub value: f64,
+}
+
+/// Infinite and NaN values have no JSON number: they travel as strings.
+mod value {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_str(&v.to_string())
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Number(f64),
+        Text(String),
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Repr::deserialize(d)? {
+            Repr::Number(v) => Ok(v),
+            Repr::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// `samples` as JSON.
+pub fn to_json(samples: &[Sample]) -> String {
+    serde_json::to_string(samples).expect("samples always serialize")
+}
+
+/// Samples from [`to_json`]'s text.
+pub fn from_json(text: &str) -> Result<Vec<Sample>, String> {
+    serde_json::from_str(text).map_err(|e| format!("malformed metrics: {e}"))
 }
 
 impl Sample {
@@ -39,7 +79,7 @@ impl Sample {
     pub fn counter(name: impl Into<Cow<'static, str>>, help: &'static str, value: u64) -> Sample {
         Sample {
             name: name.into(),
-            help,
+            help: Cow::Borrowed(help),
             kind: Kind::Counter,
             labels: Vec::new(),
             value: value as f64,
@@ -50,7 +90,7 @@ impl Sample {
     pub fn gauge(name: impl Into<Cow<'static, str>>, help: &'static str, value: f64) -> Sample {
         Sample {
             name: name.into(),
-            help,
+            help: Cow::Borrowed(help),
             kind: Kind::Gauge,
             labels: Vec::new(),
             value,
@@ -59,13 +99,16 @@ impl Sample {
 
     /// With one more label.
     pub fn label(mut self, name: &'static str, value: impl Into<String>) -> Sample {
-        self.labels.push((name, value.into()));
+        self.labels.push((Cow::Borrowed(name), value.into()));
         self
     }
 }
 
 fn labels(s: &Sample) -> Vec<(&str, &str)> {
-    s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    s.labels
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_str()))
+        .collect()
 }
 
 /// Samples grouped by family, for one scrape.
@@ -80,7 +123,7 @@ impl Collector for Families {
                 Kind::Counter => {
                     let mut family = encoder.encode_descriptor(
                         name,
-                        first.help,
+                        &first.help,
                         None,
                         ConstCounter::new(0u64).metric_type(),
                     )?;
@@ -99,7 +142,7 @@ impl Collector for Families {
                 Kind::Gauge => {
                     let mut family = encoder.encode_descriptor(
                         name,
-                        first.help,
+                        &first.help,
                         None,
                         ConstGauge::new(0f64).metric_type(),
                     )?;
