@@ -15,6 +15,8 @@ setup:
 	@command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs"; exit 1; }
 	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 	@rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+	@# `stampede top` is tested in a terminal tmux emulates.
+	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 
 $(PY_STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)

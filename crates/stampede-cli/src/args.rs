@@ -47,12 +47,29 @@ pub(crate) enum Command {
     Watermark(WatermarkArgs),
     /// List the cluster tasks each address space runs, with their state
     Threads(SpacesArgs),
+    /// A live view of the application's address spaces, zones and what holds each
+    /// watermark, containers with their rates, and tasks; q quits, s sorts, / filters
+    Top(TopArgs),
     /// Print the metrics of every address space of the application, each sample labelled
     /// with its space (OpenMetrics text; --json for the samples)
     Metrics(SpacesArgs),
     /// Run a host's node agent: start address spaces for the application's clusters when
     /// they attach one, until interrupted
     Node(NodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// How often to refresh (e.g. 1s, 500ms)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    pub(crate) interval: Duration,
+    /// Zenoh mode of this address space
+    #[arg(long, value_enum, default_value_t = JoinMode::Client)]
+    pub(crate) mode: JoinMode,
+    #[command(flatten)]
+    pub(crate) conn: Connection,
+    #[command(flatten)]
+    pub(crate) security: Security,
 }
 
 #[derive(Debug, Args)]

@@ -13,7 +13,11 @@ use crate::args::{Connection, JoinMode, NamesArgs, Security, SpacesArgs, Waterma
 use crate::host::Interrupt;
 use crate::Failure;
 
-fn join(conn: &Connection, mode: JoinMode, security: &Security) -> Result<Space, Failure> {
+pub(crate) fn join(
+    conn: &Connection,
+    mode: JoinMode,
+    security: &Security,
+) -> Result<Space, Failure> {
     let mut cfg = conn.config(mode.into(), security);
     // Only small messages pass: no shared-memory pool to set up for a few milliseconds.
     cfg.shm_pool = 0;

@@ -18,6 +18,7 @@
 mod args;
 mod host;
 mod inspect;
+mod top;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -102,6 +103,7 @@ pub fn main() -> ExitCode {
         Command::Watermark(a) => inspect::watermark(a),
         Command::Threads(a) => inspect::threads(a),
         Command::Metrics(a) => inspect::metrics(a),
+        Command::Top(a) => top::top(a),
         Command::Node(a) => host::node(a),
     };
     match result {

@@ -569,3 +569,91 @@ fn node_runs_an_agent_that_starts_what_a_cluster_attaches() {
     c.stop();
     space.leave();
 }
+
+/// `stampede top` in a terminal tmux emulates: its rows appear, a filter narrows them,
+/// `q` ends it.
+#[test]
+fn top_shows_the_application_live() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("top");
+    let owner = Space::join(&app, Config::router(ep.clone())).unwrap();
+    let frames = owner
+        .channel(stampede_core::ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let _jobs = owner
+        .queue(stampede_core::ContainerOptions::unbounded().name("jobs"))
+        .unwrap();
+    let slow = owner
+        .task_builder()
+        .name("slow")
+        .virtual_time(5)
+        .create()
+        .unwrap();
+    let cam = owner
+        .task_builder()
+        .name("camera")
+        .virtual_time(10)
+        .create()
+        .unwrap();
+    let out = cam.attach_output(&frames).unwrap();
+    for ts in 10..20 {
+        out.put(ts, "x").unwrap();
+    }
+    let session = format!("stampede-top-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(args)
+            .output()
+            .expect("tmux (make setup installs it)")
+    };
+    let bin = env!("CARGO_BIN_EXE_stampede");
+    let cmd = format!("{bin} top --app {app} -e {ep} --interval 300ms");
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let screen = || {
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-t", &session, "-p"]).stdout).into_owned()
+    };
+    let until = |what: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let s = screen();
+            if what(&s) || Instant::now() > deadline {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let s = until(&|s| s.contains("frames") && s.contains("virtual_time slow"));
+    assert!(s.contains("frames") && s.contains("jobs"), "{s}");
+    assert!(
+        s.contains("virtual_time slow"),
+        "the watermark's holder: {s}"
+    );
+    assert!(s.contains("camera"), "the tasks: {s}");
+    assert!(s.contains("1 address spaces"), "{s}");
+    tmux(&["send-keys", "-t", &session, "/", "j", "o", "b", "Enter"]);
+    let s = until(&|s| s.contains("filter: job") && !s.contains("frames"));
+    assert!(s.contains("jobs") && !s.contains("frames"), "filtered: {s}");
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let deadline = Instant::now() + LIMIT;
+    while tmux(&["has-session", "-t", &session]).status.success() {
+        assert!(
+            Instant::now() < deadline,
+            "top did not quit on q: {}",
+            screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop((out, cam, slow));
+    owner.leave();
+}
