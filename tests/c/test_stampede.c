@@ -3402,6 +3402,15 @@ static void test_dist_join_errors(void) {
     CHECK_OK(stp_config_timeouts(cfg, 50, 1000, 1000));
     CHECK_ST(stp_runtime_join("capp", cfg, &rt), STP_CONFIG);
     CHECK(rt == NULL);
+    /* A metrics address that cannot be served fails the join as a configuration error. */
+    stp_config_free(cfg);
+    cfg = stp_config_new(STP_PEER);
+    CHECK(cfg != NULL);
+    CHECK_OK(stp_config_metrics_listen(cfg, "nowhere"));
+    CHECK_ST(stp_runtime_join("capp", cfg, &rt), STP_CONFIG);
+    CHECK_MSG(strstr(stp_last_error(), "metrics_listen") != NULL, "\"%s\"", stp_last_error());
+    CHECK(rt == NULL);
+    CHECK_INVALID(stp_config_metrics_listen(cfg, NULL), "addr");
 done:
     stp_runtime_free(rt);
     stp_config_free(cfg);

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Callable, Iterable
 
@@ -78,3 +82,29 @@ def test_a_space_serves_its_metrics_over_http() -> None:
         assert got[("stampede_space_members", ())] == 1
         assert ("stampede_space_served_total", ()) in got
         assert _samples(space.metrics())[("stampede_space_members", ())] == 1
+
+
+_TWO_SPACES = """
+import socket, stampede as sp
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+with sp.Space.join("logs", mode="router", listen=[f"tcp/127.0.0.1:{port}"]) as a:
+    with sp.Space.join("logs", connect=[f"tcp/127.0.0.1:{port}"]) as b:
+        pass
+"""
+
+
+def _run_logged(**env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in ("RUST_LOG", "STAMPEDE_LOG")}
+    r = subprocess.run([sys.executable, "-c", _TWO_SPACES], env={**clean, **env},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def test_the_log_switch_writes_json_lines_when_asked_and_nothing_otherwise() -> None:
+    lines = _run_logged(STAMPEDE_LOG="stampede_net=info", STAMPEDE_LOG_FORMAT="json").splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    assert events and all(e["level"] in ("INFO", "WARN", "ERROR") for e in events), lines
+    assert all(e["target"].startswith("stampede_net") for e in events), lines
+    assert any("left" in e["fields"].get("message", "") for e in events), lines
+    assert _run_logged() == ""

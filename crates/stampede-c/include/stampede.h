@@ -1244,6 +1244,14 @@ stp_status stp_config_timeouts(stp_config *cfg, uint64_t lease_ms, uint64_t op_t
 // `cfg` is a live config; `path` a NUL-terminated string.
 stp_status stp_config_credentials_file(stp_config *cfg, const char *path);
 
+// Serves the space's metrics over HTTP on `addr` (`host:port`; `GET /metrics`, the
+// OpenMetrics text; see `docs/observability.md`). A bad address fails the join with
+// `STP_CONFIG`.
+//
+// # Safety
+// `cfg` is a live config; `addr` a NUL-terminated string.
+stp_status stp_config_metrics_listen(stp_config *cfg, const char *addr);
+
 // Sets the bytes of shared memory for large messages to processes on this host (0: off;
 // the default is 64 MiB).
 //

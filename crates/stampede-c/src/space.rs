@@ -70,6 +70,7 @@ pub(crate) fn millis(ms: i64) -> Duration {
 /// `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn stp_runtime_new(out: *mut *mut stp_runtime) -> stp_status {
+    init_logging();
     guard(|| {
         crate::error::need_out(out, "out")?;
         let rt = stp_runtime {
@@ -80,6 +81,15 @@ pub unsafe extern "C" fn stp_runtime_new(out: *mut *mut stp_runtime) -> stp_stat
         // SAFETY: forwarded contract.
         unsafe { put_out(out, boxed(rt), "out") }
     })
+}
+
+/// Logs only when `STAMPEDE_LOG` or `RUST_LOG` asks (`docs/observability.md`); the first
+/// runtime a program makes looks.
+fn init_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        stampede_observe::init_logging(None);
+    });
 }
 
 /// Joins application `app` as a new address space configured by `cfg` (which stays owned by
@@ -93,6 +103,7 @@ pub unsafe extern "C" fn stp_runtime_join(
     cfg: *const stp_config,
     out: *mut *mut stp_runtime,
 ) -> stp_status {
+    init_logging();
     guard(|| {
         // SAFETY: forwarded contract.
         let (app, cfg) = unsafe { (text(app, "app")?, handle(cfg, "cfg")?) };
@@ -334,6 +345,24 @@ pub unsafe extern "C" fn stp_config_credentials_file(
     with_cfg(cfg, |c| {
         // SAFETY: forwarded contract.
         c.credentials_file = Some(PathBuf::from(unsafe { text(path, "path") }?));
+        Ok(())
+    })
+}
+
+/// Serves the space's metrics over HTTP on `addr` (`host:port`; `GET /metrics`, the
+/// OpenMetrics text; see `docs/observability.md`). A bad address fails the join with
+/// `STP_CONFIG`.
+///
+/// # Safety
+/// `cfg` is a live config; `addr` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_metrics_listen(
+    cfg: *mut stp_config,
+    addr: *const c_char,
+) -> stp_status {
+    with_cfg(cfg, |c| {
+        // SAFETY: forwarded contract.
+        c.metrics_listen = Some(unsafe { text(addr, "addr") }?.to_owned());
         Ok(())
     })
 }

@@ -92,7 +92,7 @@ impl fmt::Display for Failure {
 pub fn main() -> ExitCode {
     stampede_net::size_zenoh_runtime_in_main();
     let cli = Cli::parse();
-    if std::env::var_os("RUST_LOG").is_some() {
+    if std::env::var_os("STAMPEDE_LOG").is_some() || std::env::var_os("RUST_LOG").is_some() {
         init_logging("off");
     }
     let result = match cli.command {
@@ -115,20 +115,12 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Sends diagnostics to stderr, so that stdout stays parseable, filtered by `RUST_LOG` or
-/// else by `default`. The first call wins: with `RUST_LOG` set it happens at start; else
+/// Sends diagnostics to stderr, so that stdout stays parseable, filtered by `STAMPEDE_LOG`
+/// or `RUST_LOG` or else by `default` (`STAMPEDE_LOG_FORMAT=json` for JSON lines). The first call wins: with `RUST_LOG` set it happens at start; else
 /// long-running commands call it once joined, so that a failure to join is reported once,
 /// by the command, rather than also by Zenoh.
 pub(crate) fn init_logging(default: &str) {
-    use std::io::IsTerminal as _;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    stampede_observe::init_logging(Some(default));
 }
 
 #[cfg(test)]

@@ -26,10 +26,12 @@
 //! ```
 
 mod endpoint;
+mod logs;
 mod render;
 mod runtime;
 
 pub use endpoint::Endpoint;
+pub use logs::{init_logging, FORMAT_VAR as LOG_FORMAT_VAR};
 pub use render::{from_json, to_json, Kind, Sample};
 pub use runtime::RuntimeSource;
 

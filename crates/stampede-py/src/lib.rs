@@ -59,6 +59,8 @@ fn _shutdown() {
 
 #[pymodule]
 fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Logs only when STAMPEDE_LOG or RUST_LOG asks (docs/observability.md).
+    stampede_observe::init_logging(None);
     m.add("INFINITY", stampede_core::INFINITY)?;
     stm::register_classes(m)?;
     cnc::register_classes(m)?;
