@@ -711,7 +711,25 @@ impl Space {
     fn start_metrics(&self) -> Result<(), NetError> {
         let sh = &self.sh;
         sh.metrics.add(RuntimeSource::new(&sh.rt));
-        sh.metrics.add(crate::metrics::SpaceSource::new(&self.sh));
+        // This space's own counters; a space that left has nothing more to say.
+        let weak = Arc::downgrade(&self.sh);
+        sh.metrics.add(move |out: &mut Vec<Sample>| {
+            let Some(sh) = weak.upgrade() else { return };
+            let space = Space { sh };
+            for (name, help, value) in space.stats().counters() {
+                out.push(Sample::counter(
+                    format!("stampede_space_{name}"),
+                    help,
+                    value,
+                ));
+            }
+            out.push(Sample::gauge(
+                "stampede_space_members",
+                "Address spaces of the application this space knows alive, itself included.",
+                space.spaces().len() as f64,
+            ));
+            crate::metrics::resident(out);
+        });
         // Other spaces ask for this space's samples (`stampede metrics`, `top`).
         let metrics = sh.metrics.clone();
         self.serve(crate::metrics::SERVICE, move |_from, _arg| {

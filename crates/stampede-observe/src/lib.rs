@@ -48,6 +48,13 @@ pub trait Source: Send + Sync + 'static {
     fn collect(&self, out: &mut Vec<Sample>);
 }
 
+/// A closure that appends samples is a source.
+impl<F: Fn(&mut Vec<Sample>) + Send + Sync + 'static> Source for F {
+    fn collect(&self, out: &mut Vec<Sample>) {
+        self(out)
+    }
+}
+
 /// The sources of one address space's metrics; cheap to clone (shared).
 #[derive(Clone, Default)]
 pub struct Metrics {
