@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -60,22 +60,21 @@ def _children() -> list[int]:
     return out
 
 
-def test_a_space_killed_mid_run_fails_the_run_clearly() -> None:
+def test_a_space_killed_mid_run_fails_the_run_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
     big = vt.synthetic(60, 96, 128, period=10, seed=1)
     killed: list[int] = []
+    source_work = distributed._run_workers
 
-    def killer() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not killed:
-            kids = _children()
-            if len(kids) >= 2:
-                time.sleep(0.2)
-                os.kill(kids[-1], signal.SIGKILL)
-                killed.append(kids[-1])
-            time.sleep(0.02)
+    def kill_then_work(*args: Any, **kw: Any) -> Any:
+        # The source starts its own tiles once every space runs its part, and the run
+        # cannot end before they are done: the kill lands mid-run whatever the timing.
+        kids = _children()
+        assert len(kids) == 2, kids
+        os.kill(kids[-1], signal.SIGKILL)
+        killed.append(kids[-1])
+        return source_work(*args, **kw)
 
-    t = threading.Thread(target=killer, daemon=True)
-    t.start()
+    monkeypatch.setattr(distributed, "_run_workers", kill_then_work)
     t0 = time.monotonic()
     with pytest.raises(sp.StampedeError) as err:
         distributed.analyze_distributed(big, spaces=3, distribution="chain", tile=2, timeout=60)
