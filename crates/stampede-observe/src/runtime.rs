@@ -51,6 +51,23 @@ fn holder(cause: &HoldCause) -> (&'static str, String) {
     }
 }
 
+/// One container's samples, labelled with its name and kind.
+fn container(
+    out: &mut Vec<Sample>,
+    name: &str,
+    kind: &'static str,
+    gauges: &[(&'static str, &'static str, usize)],
+    counters: &[(&'static str, &'static str, u64)],
+) {
+    let labelled = |s: Sample| s.label("container", name).label("kind", kind);
+    for &(metric, help, v) in gauges {
+        out.push(labelled(Sample::gauge(metric, help, v as f64)));
+    }
+    for &(metric, help, v) in counters {
+        out.push(labelled(Sample::counter(metric, help, v)));
+    }
+}
+
 impl Source for RuntimeSource {
     fn collect(&self, out: &mut Vec<Sample>) {
         for zone in self.rt.zones() {
@@ -133,13 +150,6 @@ impl Source for RuntimeSource {
                             s.open,
                         ),
                     ];
-                    for (metric, help, v) in gauges {
-                        out.push(
-                            Sample::gauge(metric, help, v as f64)
-                                .label("container", &name)
-                                .label("kind", "channel"),
-                        );
-                    }
                     let counters = [
                         ("stampede_container_puts", "Successful puts.", s.puts),
                         ("stampede_container_gets", "Successful gets.", s.gets),
@@ -159,13 +169,7 @@ impl Source for RuntimeSource {
                             s.full,
                         ),
                     ];
-                    for (metric, help, v) in counters {
-                        out.push(
-                            Sample::counter(metric, help, v)
-                                .label("container", &name)
-                                .label("kind", "channel"),
-                        );
-                    }
+                    container(out, &name, "channel", &gauges, &counters);
                 }
                 Some(Named::Queue(q)) => {
                     let s = q.stats();
@@ -181,13 +185,6 @@ impl Source for RuntimeSource {
                             s.held,
                         ),
                     ];
-                    for (metric, help, v) in gauges {
-                        out.push(
-                            Sample::gauge(metric, help, v as f64)
-                                .label("container", &name)
-                                .label("kind", "queue"),
-                        );
-                    }
                     let counters = [
                         ("stampede_container_puts", "Successful puts.", s.puts),
                         ("stampede_container_gets", "Successful gets.", s.gets),
@@ -207,13 +204,7 @@ impl Source for RuntimeSource {
                             s.full,
                         ),
                     ];
-                    for (metric, help, v) in counters {
-                        out.push(
-                            Sample::counter(metric, help, v)
-                                .label("container", &name)
-                                .label("kind", "queue"),
-                        );
-                    }
+                    container(out, &name, "queue", &gauges, &counters);
                 }
                 // Registers keep no counters; a name gone meanwhile has nothing to say.
                 _ => {}
