@@ -18,6 +18,14 @@ setup:
 	@# `stampede top` is tested in a terminal tmux emulates.
 	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 
+# The dashboard's test drives Debian's Chromium through Selenium; where it cannot be
+# installed the test skips and says so.
+.PHONY: browser
+browser:
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || \
+		{ apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } || \
+		echo "chromium could not be installed: the dashboard's browser test will be skipped"
+
 $(PY_STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -28,8 +36,9 @@ $(PY_STAMP): pyproject.toml
 python: setup $(PY_STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q -E dev
 
+# `make demo ARGS=--dashboard` also serves the run's live web dashboard.
 demo: python
-	$(PY) -m stampede.demo
+	$(PY) -m stampede.demo $(ARGS)
 
 # The same pipeline in three address spaces (processes) on this host.
 .PHONY: demo-distributed
@@ -55,7 +64,7 @@ test-loom:
 		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
 # The conference test runs the mixer binary with the C, Python and Java participants.
-test-python: python lint-python c conference java
+test-python: python lint-python c conference java browser
 	$(PY) -m pytest -q
 
 lint-python: python
@@ -118,6 +127,20 @@ cluster-apps: python
 # Cluster threads across four processes on loopback: CableS' basic-event table against
 # Zenoh's own query round trip measured in the same run (bench-results/cluster.json).
 .PHONY: bench-cluster
+# What a change costs the in-process throughput benchmark: the build of BASE (a commit, in
+# its own target directory) and the work tree's, run alternately (bench/ab_bench.py).
+.PHONY: bench-overhead
+BASE ?= HEAD
+bench-overhead: setup
+	rm -rf target/overhead-base-src && git worktree prune
+	git worktree add -f --detach target/overhead-base-src $(BASE)
+	cd target/overhead-base-src && CARGO_TARGET_DIR=$(abspath target/overhead-base) \
+		$(CARGO) build --release -p stampede-bench
+	$(CARGO) build --release -p stampede-bench
+	git worktree remove --force target/overhead-base-src
+	python3 bench/ab_bench.py target/overhead-base/release/stampede-bench \
+		target/release/stampede-bench --out bench-results/overhead.json
+
 bench-cluster:
 	$(CARGO) run --release -p stampede-cluster-bench -- --out bench-results/cluster.json $(ARGS)
 

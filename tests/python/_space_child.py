@@ -88,6 +88,34 @@ def containers(space: sp.Space, n: int) -> None:
         time.sleep(60)
 
 
+def relay(space: sp.Space, n: int) -> None:
+    """Passes every newest frame of ``frames`` on into its own ``features``, until killed."""
+    del n
+    frames = space.lookup_channel("frames", timeout=LONG)
+    features = space.channel("features", capacity=16)
+    with space.task(0, name="relay") as t:
+        inp, out = t.attach_input(frames), t.attach_output(features)
+        t.set_virtual_time(sp.INFINITY)
+        print("READY", flush=True)
+        while True:
+            ts, value = inp.get(sp.NEWEST_UNSEEN, timeout=LONG)
+            out.put(ts, value, timeout=LONG)
+            inp.consume_until(ts)
+
+
+def sink(space: sp.Space, n: int) -> None:
+    """Reads and consumes ``features`` as they come, until killed."""
+    del n
+    features = space.lookup_channel("features", timeout=LONG)
+    with space.task(0, name="sink") as t:
+        inp = t.attach_input(features)
+        t.set_virtual_time(sp.INFINITY)
+        print("READY", flush=True)
+        while True:
+            ts, _ = inp.get(sp.NEXT_UNSEEN, timeout=LONG)
+            inp.consume_until(ts)
+
+
 def chain_graph(n: int) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.ItemCollection, cnc.TagCollection]:
     """x[i] = x[i-1] + i for i < n, each step in the space of rank i % 2 and each x[i]
     living there; ``ran`` records the process that ran step i. Both ranks build it alike."""
@@ -120,6 +148,8 @@ ROLES = {
     "owner": owner,
     "containers": containers,
     "cnc": cnc_rank,
+    "relay": relay,
+    "sink": sink,
 }
 
 

@@ -50,6 +50,9 @@ pub(crate) enum Command {
     /// A live view of the application's address spaces, zones and what holds each
     /// watermark, containers with their rates, and tasks; q quits, s sorts, / filters
     Top(TopArgs),
+    /// Serve a live web page of the application (its graph with rates, watermarks over
+    /// time and their holders, containers, tasks, executors) until interrupted
+    Dashboard(DashboardArgs),
     /// Print the metrics of every address space of the application, each sample labelled
     /// with its space (OpenMetrics text; --json for the samples)
     Metrics(SpacesArgs),
@@ -58,18 +61,43 @@ pub(crate) enum Command {
     Node(NodeArgs),
 }
 
+/// How a command that only looks at the application joins it: as a client by default.
 #[derive(Debug, Args)]
-pub(crate) struct TopArgs {
-    /// How often to refresh (e.g. 1s, 500ms)
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
-    pub(crate) interval: Duration,
-    /// Zenoh mode of this address space
+pub(crate) struct Observer {
+    /// Zenoh mode of this address space (it only watches)
     #[arg(long, value_enum, default_value_t = JoinMode::Client)]
     pub(crate) mode: JoinMode,
     #[command(flatten)]
     pub(crate) conn: Connection,
     #[command(flatten)]
     pub(crate) security: Security,
+}
+
+impl Observer {
+    /// Joins, without a shared-memory pool: only small messages pass.
+    pub(crate) fn join(&self) -> Result<stampede_net::Space, crate::Failure> {
+        let mut cfg = self.conn.config(self.mode.into(), &self.security);
+        cfg.shm_pool = 0;
+        Ok(stampede_net::Space::join(&self.conn.app, cfg)?)
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// How often to refresh (e.g. 1s, 500ms)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration)]
+    pub(crate) interval: Duration,
+    #[command(flatten)]
+    pub(crate) observer: Observer,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DashboardArgs {
+    /// Where to serve the page (loopback unless you choose otherwise; port 0 picks one)
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9465")]
+    pub(crate) serve: String,
+    #[command(flatten)]
+    pub(crate) observer: Observer,
 }
 
 #[derive(Debug, Args)]
@@ -125,13 +153,8 @@ pub(crate) struct NamesArgs {
     /// Print JSON: an array, or one object per line with --watch
     #[arg(long)]
     pub(crate) json: bool,
-    /// Zenoh mode of this short-lived address space
-    #[arg(long, value_enum, default_value_t = JoinMode::Client)]
-    pub(crate) mode: JoinMode,
     #[command(flatten)]
-    pub(crate) conn: Connection,
-    #[command(flatten)]
-    pub(crate) security: Security,
+    pub(crate) observer: Observer,
 }
 
 #[derive(Debug, Args)]
@@ -139,13 +162,8 @@ pub(crate) struct SpacesArgs {
     /// Print JSON
     #[arg(long)]
     pub(crate) json: bool,
-    /// Zenoh mode of this short-lived address space
-    #[arg(long, value_enum, default_value_t = JoinMode::Client)]
-    pub(crate) mode: JoinMode,
     #[command(flatten)]
-    pub(crate) conn: Connection,
-    #[command(flatten)]
-    pub(crate) security: Security,
+    pub(crate) observer: Observer,
 }
 
 #[derive(Debug, Args)]
@@ -156,13 +174,8 @@ pub(crate) struct WatermarkArgs {
     /// Print JSON (INFINITY, nothing holding, is null)
     #[arg(long)]
     pub(crate) json: bool,
-    /// Zenoh mode of this short-lived address space
-    #[arg(long, value_enum, default_value_t = JoinMode::Client)]
-    pub(crate) mode: JoinMode,
     #[command(flatten)]
-    pub(crate) conn: Connection,
-    #[command(flatten)]
-    pub(crate) security: Security,
+    pub(crate) observer: Observer,
 }
 
 /// The modes a non-router address space can take.
@@ -426,7 +439,8 @@ mod tests {
         let Command::Names(a) = cli.command else {
             panic!("not names")
         };
-        let cfg = a.conn.config(a.mode.into(), &a.security);
+        let w = &a.observer;
+        let cfg = w.conn.config(w.mode.into(), &w.security);
         assert_eq!(cfg.mode, Mode::Client);
         assert_eq!(cfg.connect, [DEFAULT_ENDPOINT]);
         assert_eq!(cfg.op_timeout, Duration::from_secs(1));

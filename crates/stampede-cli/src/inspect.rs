@@ -7,22 +7,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use stampede_core::{Timestamp, ZoneId, INFINITY};
-use stampede_net::{Kind, NameEvent, NameRecord, Space, SpaceWatermark};
+use stampede_net::{Kind, NameEvent, NameRecord, SpaceWatermark};
 
-use crate::args::{Connection, JoinMode, NamesArgs, Security, SpacesArgs, WatermarkArgs};
+use crate::args::{NamesArgs, SpacesArgs, WatermarkArgs};
 use crate::host::Interrupt;
 use crate::Failure;
-
-pub(crate) fn join(
-    conn: &Connection,
-    mode: JoinMode,
-    security: &Security,
-) -> Result<Space, Failure> {
-    let mut cfg = conn.config(mode.into(), security);
-    // Only small messages pass: no shared-memory pool to set up for a few milliseconds.
-    cfg.shm_pool = 0;
-    Ok(Space::join(&conn.app, cfg)?)
-}
 
 /// Writes `text` to stdout; `false` once nobody reads it (a closed pipe ends a watch).
 fn emit(text: &str) -> bool {
@@ -106,13 +95,13 @@ pub(crate) fn names(a: NamesArgs) -> Result<(), Failure> {
     if a.watch {
         return watch_names(a);
     }
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let names = space.records();
     space.leave();
     if a.json {
         emit_json(&Value::Array(names.iter().map(name_json).collect()));
     } else if names.is_empty() {
-        eprintln!("no names registered in {}", a.conn.app);
+        eprintln!("no names registered in {}", a.observer.conn.app);
     } else {
         let rows: Vec<_> = names
             .iter()
@@ -135,7 +124,7 @@ pub(crate) fn names(a: NamesArgs) -> Result<(), Failure> {
 
 fn watch_names(a: NamesArgs) -> Result<(), Failure> {
     let interrupt = Interrupt::install()?;
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let watch = space.watch()?;
     crate::init_logging("warn");
     while !interrupt.arrived_within(Duration::ZERO) {
@@ -175,10 +164,10 @@ fn watch_names(a: NamesArgs) -> Result<(), Failure> {
 
 /// `stampede spaces`.
 pub(crate) fn metrics(a: SpacesArgs) -> Result<(), Failure> {
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let me = space.id().to_owned();
     let samples: Vec<_> = space
-        .application_metrics(a.conn.timeout)
+        .application_metrics(a.observer.conn.timeout)
         .into_iter()
         .filter(|s| !s.labels.iter().any(|(k, v)| k == "space" && *v == me))
         .collect();
@@ -192,7 +181,7 @@ pub(crate) fn metrics(a: SpacesArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let me = space.id().to_owned();
     let ids: Vec<String> = space.spaces().into_iter().filter(|s| *s != me).collect();
     let names = space.records();
@@ -211,7 +200,7 @@ pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
             .collect();
         emit_json(&Value::Array(v));
     } else if ids.is_empty() {
-        eprintln!("no address spaces in {}", a.conn.app);
+        eprintln!("no address spaces in {}", a.observer.conn.app);
     } else {
         let rows: Vec<_> = ids
             .iter()
@@ -232,7 +221,7 @@ pub(crate) fn spaces(a: SpacesArgs) -> Result<(), Failure> {
 
 /// The cluster tasks of every member space: one row per task, or per member running none.
 pub(crate) fn threads(a: SpacesArgs) -> Result<(), Failure> {
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let members = stampede_cluster::list_tasks(&space);
     space.leave();
     if a.json {
@@ -256,7 +245,7 @@ pub(crate) fn threads(a: SpacesArgs) -> Result<(), Failure> {
             .collect();
         emit_json(&Value::Array(v));
     } else if members.is_empty() {
-        eprintln!("no cluster members in {}", a.conn.app);
+        eprintln!("no cluster members in {}", a.observer.conn.app);
     } else {
         let mut rows = Vec::new();
         for m in &members {
@@ -320,7 +309,7 @@ fn explained(w: SpaceWatermark) -> Explained {
 
 /// `stampede watermark`.
 pub(crate) fn watermark(a: WatermarkArgs) -> Result<(), Failure> {
-    let space = join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let me = space.id().to_owned();
     let all: Vec<Explained> = space
         .explain_cluster(ZoneId(a.zone))
@@ -356,7 +345,7 @@ pub(crate) fn watermark(a: WatermarkArgs) -> Result<(), Failure> {
             })
             .collect();
         emit_json(&json!({
-            "app": a.conn.app,
+            "app": a.observer.conn.app,
             "zone": a.zone,
             "watermark": ts_json(cluster),
             "held_by": held_by,
@@ -365,7 +354,7 @@ pub(crate) fn watermark(a: WatermarkArgs) -> Result<(), Failure> {
         return Ok(());
     }
     if all.is_empty() {
-        eprintln!("no address spaces in {}", a.conn.app);
+        eprintln!("no address spaces in {}", a.observer.conn.app);
         return Ok(());
     }
     let mut out = if held_by.is_empty() {

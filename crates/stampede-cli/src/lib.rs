@@ -16,6 +16,7 @@
 )]
 
 mod args;
+mod dashboard;
 mod host;
 mod inspect;
 mod top;
@@ -104,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Threads(a) => inspect::threads(a),
         Command::Metrics(a) => inspect::metrics(a),
         Command::Top(a) => top::top(a),
+        Command::Dashboard(a) => dashboard::dashboard(a),
         Command::Node(a) => host::node(a),
     };
     match result {

@@ -324,7 +324,7 @@ impl Drop for Terminal {
 
 /// Shows the application until `q`, refreshing every `--interval`.
 pub(crate) fn top(a: TopArgs) -> Result<(), Failure> {
-    let space = crate::inspect::join(&a.conn, a.mode, &a.security)?;
+    let space = a.observer.join()?;
     let failed = |e: io::Error| Failure::runtime(format!("the terminal: {e}"));
     let mut term = Terminal(ratatui::try_init().map_err(failed)?);
     let me = space.id().to_owned();
@@ -335,7 +335,7 @@ pub(crate) fn top(a: TopArgs) -> Result<(), Failure> {
     loop {
         if Instant::now() >= next {
             let samples: Vec<Sample> = space
-                .application_metrics(a.conn.timeout)
+                .application_metrics(a.observer.conn.timeout)
                 .into_iter()
                 .filter(|s| label(s, "space") != me)
                 .collect();
@@ -352,7 +352,7 @@ pub(crate) fn top(a: TopArgs) -> Result<(), Failure> {
                 draw(
                     f,
                     &Screen {
-                        app: &a.conn.app,
+                        app: &a.observer.conn.app,
                         tables: &t,
                         sort,
                         filter: &filter,

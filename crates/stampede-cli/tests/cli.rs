@@ -2,7 +2,7 @@
 //! the CLI and inspected by it, clean leaving on signals, and failures with their exit codes.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
@@ -568,6 +568,57 @@ fn node_runs_an_agent_that_starts_what_a_cluster_attaches() {
     let _ = std::fs::remove_file(&marker);
     c.stop();
     space.leave();
+}
+
+/// `stampede dashboard` serves the page and every other space's samples (not its own), and
+/// leaves on SIGINT.
+#[test]
+fn dashboard_serves_the_application() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("dashboard");
+    let owner = Space::join(&app, Config::router(ep.clone())).unwrap();
+    let _frames = owner
+        .channel(stampede_core::ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let mut dash = Running::start(&[
+        "dashboard",
+        "--app",
+        &app,
+        "-e",
+        &ep,
+        "--serve",
+        "127.0.0.1:0",
+    ]);
+    let me = dash.ready();
+    let url = dash
+        .seen
+        .iter()
+        .find_map(|l| l.strip_prefix("url"))
+        .expect("a url line")
+        .trim()
+        .to_owned();
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix('/'))
+        .expect("http://host:port/");
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    assert!(get("/").contains("dashboard.js"));
+    let api = get("/api/samples");
+    assert!(api.contains(r#"["container","frames"]"#), "{api}");
+    assert!(api.contains(owner.id()), "the owner's samples: {api}");
+    assert!(
+        !api.contains(&me),
+        "the dashboard's own space is left out: {api}"
+    );
+    let (status, _) = dash.stop("INT");
+    assert!(status.success(), "{status:?}");
+    owner.leave();
 }
 
 /// `stampede top` in a terminal tmux emulates: its rows appear, a filter narrows them,

@@ -3,12 +3,15 @@
 //! queue that workers look at first, for work on the critical path.
 
 use std::cell::Cell;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
+
+use stampede_observe::Sample;
 
 use crate::graph::Instance;
 
@@ -35,6 +38,46 @@ pub struct TraceEvent {
     pub start: Duration,
     /// When it ended, since the executor was made.
     pub end: Duration,
+}
+
+/// One worker's counters: [`Executor::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Jobs (step instances and closures) it has run.
+    pub jobs: u64,
+    /// Jobs it took from another worker's deque.
+    pub steals: u64,
+    /// Times it went to sleep for want of work.
+    pub sleeps: u64,
+    /// Jobs in its deque now.
+    pub queued: usize,
+}
+
+/// An executor's counters and queue depths, read without stopping it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecutorStats {
+    /// Per worker.
+    pub workers: Vec<WorkerStats>,
+    /// Jobs in the global queue (work submitted from outside the workers).
+    pub global_queue: usize,
+    /// Jobs in the critical-path queue.
+    pub urgent_queue: usize,
+}
+
+/// Written only by its worker, each on its own cache line: counting costs a relaxed add.
+#[derive(Default)]
+struct Counters {
+    jobs: AtomicU64,
+    steals: AtomicU64,
+    sleeps: AtomicU64,
+}
+
+impl Counters {
+    fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A queued job. A step instance travels as it is: scheduling one allocates nothing, and
@@ -91,6 +134,7 @@ pub(crate) struct Pool {
     stop: AtomicBool,
     tracing: AtomicBool,
     traces: Vec<Mutex<Vec<TraceEvent>>>,
+    counters: Vec<CachePadded<Counters>>,
     epoch: Instant,
     /// Tells this pool's workers apart from other pools' (a worker's local deque is
     /// used only for its own pool's jobs).
@@ -180,6 +224,7 @@ impl Executor {
             stop: AtomicBool::new(false),
             tracing: AtomicBool::new(false),
             traces: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
             epoch: Instant::now(),
             id: POOLS.fetch_add(1, Ordering::Relaxed),
         });
@@ -233,6 +278,97 @@ impl Executor {
         fence(Ordering::SeqCst);
         if pool.sleep.sleeping.load(Ordering::Relaxed) > 0 {
             pool.wake_one();
+        }
+    }
+
+    /// Every worker's counters and queue depth, and the global queues' depths.
+    ///
+    /// ```
+    /// use stampede_coord::{Executor, Priority};
+    /// let ex = Executor::new(2);
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// for _ in 0..10 {
+    ///     let tx = tx.clone();
+    ///     ex.spawn(Priority::Normal, move || tx.send(()).unwrap());
+    /// }
+    /// for _ in 0..10 {
+    ///     rx.recv().unwrap();
+    /// }
+    /// assert_eq!(ex.stats().workers.len(), 2);
+    /// // Each job is counted just after it returns.
+    /// let jobs = || ex.stats().workers.iter().map(|w| w.jobs).sum::<u64>();
+    /// while jobs() < 10 {
+    ///     std::thread::yield_now();
+    /// }
+    /// ```
+    pub fn stats(&self) -> ExecutorStats {
+        let pool = &self.shared.pool;
+        ExecutorStats {
+            workers: pool
+                .counters
+                .iter()
+                .zip(&pool.stealers)
+                .map(|(c, s)| WorkerStats {
+                    jobs: c.jobs.load(Ordering::Relaxed),
+                    steals: c.steals.load(Ordering::Relaxed),
+                    sleeps: c.sleeps.load(Ordering::Relaxed),
+                    queued: s.len(),
+                })
+                .collect(),
+            global_queue: pool.injector.len(),
+            urgent_queue: pool.urgent.len(),
+        }
+    }
+
+    /// A metrics source for this executor, its samples labelled `executor=name`: per worker
+    /// jobs run, steals, sleeps and deque depth; the global and critical-path queue depths.
+    /// Add it to an address space's metrics (`space.metrics().add(...)`).
+    pub fn metrics_source(&self, name: &str) -> impl stampede_observe::Source {
+        let pool = Arc::downgrade(&self.shared);
+        let name = name.to_owned();
+        move |out: &mut Vec<Sample>| {
+            // A source outliving its executor reports nothing.
+            let Some(shared) = pool.upgrade() else { return };
+            let stats = Executor { shared }.stats();
+            let ex = |s: Sample| s.label("executor", name.clone());
+            for (i, w) in stats.workers.iter().enumerate() {
+                let worker = |s: Sample| ex(s).label("worker", i.to_string());
+                let counters = [
+                    (
+                        "stampede_executor_jobs",
+                        "Jobs (step instances, closures) a worker has run.",
+                        w.jobs,
+                    ),
+                    (
+                        "stampede_executor_steals",
+                        "Jobs a worker took from another worker's deque.",
+                        w.steals,
+                    ),
+                    (
+                        "stampede_executor_sleeps",
+                        "Times a worker slept for want of work.",
+                        w.sleeps,
+                    ),
+                ];
+                for (metric, help, v) in counters {
+                    out.push(worker(Sample::counter(metric, help, v)));
+                }
+                out.push(worker(Sample::gauge(
+                    "stampede_executor_queued",
+                    "Jobs in a worker's deque now.",
+                    w.queued as f64,
+                )));
+            }
+            out.push(ex(Sample::gauge(
+                "stampede_executor_global_queued",
+                "Jobs in the executor's global queue now.",
+                stats.global_queue as f64,
+            )));
+            out.push(ex(Sample::gauge(
+                "stampede_executor_urgent_queued",
+                "Jobs in the executor's critical-path queue now.",
+                stats.urgent_queue as f64,
+            )));
         }
     }
 
@@ -404,7 +540,10 @@ fn find(pool: &Pool, me: usize, local: &Worker<Job>) -> Option<Job> {
         let other = &pool.stealers[(me + k) % n];
         loop {
             match other.steal() {
-                Steal::Success(j) => return Some(j),
+                Steal::Success(j) => {
+                    Counters::bump(&pool.counters[me].steals);
+                    return Some(j);
+                }
                 Steal::Retry => continue,
                 Steal::Empty => break,
             }
@@ -424,6 +563,7 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
     while !pool.stop.load(Ordering::SeqCst) {
         if let Some(job) = find(pool, me, &local) {
             job.run();
+            Counters::bump(&pool.counters[me].jobs);
             idle = 0;
             continue;
         }
@@ -443,6 +583,7 @@ fn run(pool: &Arc<Pool>, me: usize, local: Worker<Job>) {
             continue;
         }
         idle = 0;
+        Counters::bump(&pool.counters[me].sleeps);
         pool.sleep();
     }
     crate::graph::settle();

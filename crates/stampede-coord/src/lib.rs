@@ -46,7 +46,7 @@ mod steps;
 mod tag;
 
 pub use error::{GraphError, SnetError, StepError, Unmet};
-pub use executor::{Executor, Priority, TraceEvent};
+pub use executor::{Executor, ExecutorStats, Priority, TraceEvent, WorkerStats};
 pub use graph::Graph;
 pub use items::ItemCollection;
 pub use steps::{StepCollection, StepCtx, TagCollection};

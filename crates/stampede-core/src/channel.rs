@@ -617,7 +617,9 @@ impl ChannelCore {
                 } else {
                     Some(deadline.map_or(recheck, |d| d.min(recheck)))
                 };
+                let parked = Instant::now();
                 let (mut st, _) = wait(&self.putters, st, poll.bound(until));
+                task.add_blocked(parked);
                 st.put_waiters -= 1;
                 st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
                 continue;
@@ -749,8 +751,12 @@ impl ChannelCore {
                 st.consumed_since_pass = st.consumed_since_pass.max(self.wake_batch());
                 self.putters.notify_all();
             }
+            let parked = Instant::now();
             let (g, _) = wait(&self.getters, st, deadline);
             st = g;
+            if let Some(c) = st.conns.iter().find(|c| c.id == conn) {
+                c.task.add_blocked(parked);
+            }
             {
                 let _ib = lock(&self.inbox);
                 self.get_waiters.fetch_sub(1, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::channel::{Channel, Selector};
 use crate::container::Container;
@@ -13,6 +13,7 @@ use crate::loan::Loan;
 use crate::provider::{Consume, Linked};
 use crate::queue::{Queue, QueueItem};
 use crate::register::Register;
+use crate::report::{Direction, Link};
 use crate::task::{Detach, TaskInner};
 use crate::time::Timestamp;
 use crate::wait::Wait;
@@ -30,6 +31,7 @@ pub struct InputConnection<C: Container> {
     via: Via<C::Local>,
     task: Arc<TaskInner>,
     id: ConnId,
+    link: Arc<Link>,
 }
 
 /// A task's attachment to a container for putting.
@@ -38,6 +40,7 @@ pub struct OutputConnection<C: Container> {
     via: Via<C::Local>,
     task: Arc<TaskInner>,
     id: ConnId,
+    link: Arc<Link>,
 }
 
 impl<C: Container> fmt::Debug for InputConnection<C> {
@@ -62,11 +65,20 @@ impl<C: Container> fmt::Debug for OutputConnection<C> {
 
 impl<C: Container> InputConnection<C> {
     pub(crate) fn new(container: C, via: Via<C::Local>, task: Arc<TaskInner>, id: ConnId) -> Self {
+        let flavor = container.flavor();
+        let link = Arc::new(Link::new(
+            flavor.name(),
+            C::KIND,
+            flavor.owner(),
+            Direction::Input,
+        ));
+        task.add_link(link.clone());
         Self {
             container,
             via,
             task,
             id,
+            link,
         }
     }
     /// The connection's id.
@@ -83,6 +95,7 @@ impl<C: Container> InputConnection<C> {
 
 impl<C: Container> Drop for InputConnection<C> {
     fn drop(&mut self) {
+        self.task.remove_link(&self.link);
         match &self.via {
             Via::Local(l) => {
                 l.detach(self.id, &self.task);
@@ -95,11 +108,20 @@ impl<C: Container> Drop for InputConnection<C> {
 
 impl<C: Container> OutputConnection<C> {
     pub(crate) fn new(container: C, via: Via<C::Local>, task: Arc<TaskInner>, id: ConnId) -> Self {
+        let flavor = container.flavor();
+        let link = Arc::new(Link::new(
+            flavor.name(),
+            C::KIND,
+            flavor.owner(),
+            Direction::Output,
+        ));
+        task.add_link(link.clone());
         Self {
             container,
             via,
             task,
             id,
+            link,
         }
     }
     /// The connection's id.
@@ -116,10 +138,23 @@ impl<C: Container> OutputConnection<C> {
 
 impl<C: Container> Drop for OutputConnection<C> {
     fn drop(&mut self) {
+        self.task.remove_link(&self.link);
         if let Via::Provided(l) = &self.via {
             l.drop_conn(self.id);
         }
     }
+}
+
+/// Runs a get from another address space, counting its whole time as the task's blocked
+/// time when it may wait (the owner parks it there, out of this task's sight).
+fn waiting<T>(task: &TaskInner, wait: Wait, get: impl FnOnce() -> T) -> T {
+    if wait == Wait::Never {
+        return get();
+    }
+    let start = Instant::now();
+    let got = get();
+    task.add_blocked(start);
+    got
 }
 
 /// Options of a channel put beyond its timestamp and item.
@@ -257,6 +292,7 @@ impl OutputConnection<Channel> {
                 .put(ts, item, opts.consumers, opts.wait, opts.sync, interrupted)
                 .map(drop),
         }
+        .inspect(|_| self.link.count())
     }
 
     /// Puts like [`put_with`](Self::put_with), asking `interrupted` (with no lock held)
@@ -333,6 +369,7 @@ impl OutputConnection<Queue> {
             // Tickets come from the owner: a queue put returns once stored.
             Via::Provided(l) => l.put(ts, item, None, wait, true, interrupted),
         }
+        .inspect(|_| self.link.count())
     }
     /// Puts like [`put_with`](Self::put_with), asking `interrupted` while the put waits for
     /// space, as [`OutputConnection::<Channel>::put_interruptible`] does.
@@ -360,6 +397,7 @@ impl OutputConnection<Register> {
                     k => StmError::Unreachable(format!("write failed: {k:?}")),
                 }),
         }
+        .inspect(|_| self.link.count())
     }
 }
 
@@ -399,11 +437,12 @@ impl InputConnection<Channel> {
         match &self.via {
             Via::Local(c) => c.get(self.id, sel, wait),
             Via::Provided(l) => {
-                let g = l.get(sel, wait)?;
+                let g = waiting(&self.task, wait, || l.get(sel, wait))?;
                 l.opened(g.ts);
                 Ok((g.ts, g.item))
             }
         }
+        .inspect(|_| self.link.count())
     }
     /// Marks the item at `ts` consumed on this connection (it need not be open, or present).
     pub fn consume(&self, ts: Timestamp) -> Result<(), StmError> {
@@ -458,7 +497,7 @@ impl InputConnection<Queue> {
         match &self.via {
             Via::Local(q) => q.get(self.id, &self.task, wait),
             Via::Provided(l) => {
-                let g = l.get(Selector::Oldest, wait)?;
+                let g = waiting(&self.task, wait, || l.get(Selector::Oldest, wait))?;
                 l.held(g.seq, g.ts);
                 Ok(QueueItem {
                     ts: g.ts,
@@ -467,6 +506,7 @@ impl InputConnection<Queue> {
                 })
             }
         }
+        .inspect(|_| self.link.count())
     }
     /// Consumes (frees) the item with this ticket, which this connection must hold.
     pub fn consume(&self, ticket: u64) -> Result<(), StmError> {
@@ -494,8 +534,11 @@ impl InputConnection<Register> {
     pub fn read_with(&self, wait: Wait) -> Result<(u64, Item), GetError> {
         match &self.via {
             Via::Local(r) => r.read(self.id, wait),
-            Via::Provided(l) => l.get(Selector::Oldest, wait).map(|g| (g.seq, g.item)),
+            Via::Provided(l) => {
+                waiting(&self.task, wait, || l.get(Selector::Oldest, wait)).map(|g| (g.seq, g.item))
+            }
         }
+        .inspect(|_| self.link.count())
     }
     pub(crate) fn replay_read(&self, seq: u64) -> Result<(), GetError> {
         match &self.via {

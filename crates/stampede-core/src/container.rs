@@ -185,6 +185,8 @@ pub(crate) mod sealed {
 
     pub trait Sealed {
         type Local: LocalContainer;
+        /// The kind, for reports.
+        const KIND: crate::kind::Kind;
         /// Whether the kind is under garbage collection, so a put in flight holds the
         /// watermark (not registers).
         const HOLDS: bool = true;
@@ -194,18 +196,21 @@ pub(crate) mod sealed {
 
 impl sealed::Sealed for Channel {
     type Local = ChannelCore;
+    const KIND: crate::kind::Kind = crate::kind::Kind::Channel;
     fn flavor(&self) -> &Flavor<ChannelCore> {
         &self.flavor
     }
 }
 impl sealed::Sealed for Queue {
     type Local = QueueCore;
+    const KIND: crate::kind::Kind = crate::kind::Kind::Queue;
     fn flavor(&self) -> &Flavor<QueueCore> {
         &self.flavor
     }
 }
 impl sealed::Sealed for Register {
     type Local = RegisterCore;
+    const KIND: crate::kind::Kind = crate::kind::Kind::Register;
     const HOLDS: bool = false;
     fn flavor(&self) -> &Flavor<RegisterCore> {
         &self.flavor

@@ -176,7 +176,9 @@ impl QueueCore {
                 }
                 drop(cut);
                 st.put_waiters += 1;
+                let parked = Instant::now();
                 let (mut st, _) = wait(&self.putters, st, poll.bound(deadline));
+                task.add_blocked(parked);
                 st.put_waiters -= 1;
                 drop(st);
                 continue;
@@ -252,7 +254,9 @@ impl QueueCore {
                 continue;
             }
             st.get_waiters += 1;
+            let parked = Instant::now();
             let (g, _) = wait(&self.getters, st, deadline);
+            task.add_blocked(parked);
             st = g;
             st.get_waiters -= 1;
         }

@@ -14,6 +14,7 @@ use crate::kind::Kind;
 use crate::provider::Directory;
 use crate::queue::{Queue, QueueCore};
 use crate::register::{Register, RegisterCore};
+use crate::report::TaskReport;
 use crate::sync::{lock, AtomicU64, Mutex, Ordering};
 use crate::task::{Task, TaskBuilder};
 use crate::time::{Timestamp, ZoneId};
@@ -525,6 +526,33 @@ impl Runtime {
     /// ```
     pub fn explain(&self, zone: ZoneId) -> WatermarkReport {
         self.zone(zone).explain()
+    }
+
+    /// Every live task of this runtime, in zone and then id order, with its times, blocked
+    /// time and connections. Tasks that act here for another address space's tasks are left
+    /// out: their own space reports them.
+    ///
+    /// ```
+    /// use stampede_core::{ContainerOptions, Direction, Runtime};
+    /// let rt = Runtime::new();
+    /// let ch = rt.channel(ContainerOptions::default().name("frames")).unwrap();
+    /// let camera = rt.task_builder().name("camera").virtual_time(0).create().unwrap();
+    /// let out = camera.attach_output(&ch).unwrap();
+    /// out.put(0, "x").unwrap();
+    /// out.put(1, "y").unwrap();
+    /// let report = rt.tasks();
+    /// let c = &report[0].connections[0];
+    /// assert_eq!((report[0].name.as_str(), c.container.as_deref()), ("camera", Some("frames")));
+    /// assert_eq!((c.direction, c.operations), (Direction::Output, 2));
+    /// ```
+    pub fn tasks(&self) -> Vec<TaskReport> {
+        let zones: Vec<Arc<Zone>> = lock(&self.inner.zones).values().cloned().collect();
+        zones
+            .iter()
+            .flat_map(|z| z.tasks())
+            .filter(|t| !t.is_proxy())
+            .map(|t| t.report())
+            .collect()
     }
 
     /// The collector's counters for `zone`.

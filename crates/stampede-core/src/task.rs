@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::connection::{InputConnection, OutputConnection, Via};
 use crate::container::{Container, Flavor, LocalContainer};
@@ -11,8 +11,9 @@ use crate::gc::{Hold, HoldCause, Zone};
 use crate::ids::{ConnId, ContainerId, TaskId};
 use crate::pacing::{LateAction, Lateness, Pacer};
 use crate::provider::Linked;
+use crate::report::{Link, TaskReport};
 use crate::runtime::Runtime;
-use crate::sync::{lock, AtomicBool, AtomicI64, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicI64, AtomicU64, Mutex, Ordering};
 use crate::time::{Timestamp, ZoneId, INFINITY};
 
 /// A container that can drop a connection when its task goes away.
@@ -44,6 +45,8 @@ struct TaskState {
     /// Puts waiting for space.
     pending: Vec<PendingPut>,
     conns: Vec<(Weak<dyn Detach>, ConnId)>,
+    /// Every connection, input or output, here or elsewhere, for reports.
+    links: Vec<Arc<Link>>,
 }
 
 impl TaskState {
@@ -63,6 +66,8 @@ pub struct TaskInner {
     visibility: AtomicI64,
     state: Mutex<TaskState>,
     alive: AtomicBool,
+    /// Nanoseconds parked in this space's containers.
+    blocked_ns: AtomicU64,
     /// Acts for a task of another address space, which reports that task's virtual time
     /// itself: the virtual time here only mirrors its visibility for the rule checks.
     proxy: bool,
@@ -170,6 +175,37 @@ impl TaskInner {
         }
         st.conns.push((c, id));
         Ok(())
+    }
+
+    pub(crate) fn add_link(&self, link: Arc<Link>) {
+        lock(&self.state).links.push(link);
+    }
+
+    pub(crate) fn remove_link(&self, link: &Arc<Link>) {
+        lock(&self.state).links.retain(|l| !Arc::ptr_eq(l, link));
+    }
+
+    /// Counts the time since `since` as blocked (called after a park, never on a fast path).
+    pub(crate) fn add_blocked(&self, since: Instant) {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.blocked_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_proxy(&self) -> bool {
+        self.proxy
+    }
+
+    pub(crate) fn report(&self) -> TaskReport {
+        let st = lock(&self.state);
+        TaskReport {
+            id: self.id,
+            name: self.name.clone(),
+            zone: self.zone.id,
+            virtual_time: st.vt,
+            visibility: st.visibility(),
+            blocked: Duration::from_nanos(self.blocked_ns.load(Ordering::Relaxed)),
+            connections: st.links.iter().map(|l| l.report()).collect(),
+        }
     }
 
     pub(crate) fn unregister_conn(&self, id: ConnId) {
@@ -482,8 +518,10 @@ impl<'a> TaskBuilder<'a> {
                 open: Vec::new(),
                 pending: Vec::new(),
                 conns: Vec::new(),
+                links: Vec::new(),
             }),
             alive: AtomicBool::new(true),
+            blocked_ns: AtomicU64::new(0),
             proxy: self.proxy,
         });
         zone.add_task(inner.clone());

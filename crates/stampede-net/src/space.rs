@@ -728,7 +728,7 @@ impl Space {
                 "Address spaces of the application this space knows alive, itself included.",
                 space.spaces().len() as f64,
             ));
-            crate::metrics::resident(out);
+            stampede_observe::process(out);
         });
         // Other spaces ask for this space's samples (`stampede metrics`, `top`).
         let metrics = sh.metrics.clone();
@@ -799,6 +799,23 @@ impl Space {
             }
         }
         out
+    }
+
+    /// Serves the application's live dashboard on `listen` (`host:port`, port 0 picks one)
+    /// until the returned handle is dropped, titled `title` or else the application's name:
+    /// every space's metrics, this one's included, as
+    /// [`application_metrics`](Space::application_metrics) gives them, asked at each poll
+    /// with `timeout`.
+    pub fn dashboard(
+        &self,
+        listen: &str,
+        title: Option<&str>,
+        timeout: Duration,
+    ) -> std::io::Result<stampede_observe::Dashboard> {
+        let metrics = stampede_observe::Metrics::new();
+        let me = self.clone();
+        metrics.add(move |out: &mut Vec<Sample>| out.extend(me.application_metrics(timeout)));
+        stampede_observe::Dashboard::start(listen, title.unwrap_or(&self.sh.app), metrics)
     }
 
     /// Where this space serves its metrics ([`Config::metrics_listen`]), if anywhere.

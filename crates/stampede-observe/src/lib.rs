@@ -4,7 +4,8 @@
 //! A [`Metrics`] holds [`Source`]s: [`RuntimeSource`] for a runtime's zones, named
 //! containers and tasks; the distribution layer adds its address space's counters, the
 //! coordination layer its executor's. [`Metrics::render`] asks each source for its
-//! [`Sample`]s and encodes them; [`Endpoint`] serves that on `GET /metrics`.
+//! [`Sample`]s and encodes them; [`Endpoint`] serves that on `GET /metrics`, and
+//! [`Dashboard`] serves a live web page of them.
 //!
 //! Labels are bounded: zones, container names and kinds, task names, never timestamps.
 //!
@@ -25,13 +26,17 @@
 //! assert!(text.contains(r#"stampede_container_puts_total{container="frames",kind="channel"} 3"#));
 //! ```
 
+mod dashboard;
 mod endpoint;
 mod logs;
+mod process;
 mod render;
 mod runtime;
 
+pub use dashboard::Dashboard;
 pub use endpoint::Endpoint;
 pub use logs::{init_logging, FORMAT_VAR as LOG_FORMAT_VAR};
+pub use process::process;
 pub use render::{from_json, to_json, Kind, Sample};
 pub use runtime::RuntimeSource;
 

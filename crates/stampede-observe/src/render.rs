@@ -86,6 +86,18 @@ impl Sample {
         }
     }
 
+    /// A counter of a continuous quantity (seconds, bytes summed as fractions).
+    pub fn counter_f64(
+        name: impl Into<Cow<'static, str>>,
+        help: &'static str,
+        value: f64,
+    ) -> Sample {
+        Sample {
+            value,
+            ..Sample::counter(name, help, 0)
+        }
+    }
+
     /// A gauge.
     pub fn gauge(name: impl Into<Cow<'static, str>>, help: &'static str, value: f64) -> Sample {
         Sample {
@@ -127,16 +139,25 @@ impl Collector for Families {
                         None,
                         ConstCounter::new(0u64).metric_type(),
                     )?;
-                    // Counters are whole numbers of events.
-                    let metric = |s: &Sample| ConstCounter::new(s.value.max(0.0) as u64);
+                    // Counts of events print as whole numbers; a family with a fraction
+                    // (seconds) prints as floats.
+                    let whole = samples.iter().all(|s| s.value.fract() == 0.0);
+                    let one = |s: &Sample, e: prometheus_client::encoding::MetricEncoder| {
+                        let v = s.value.max(0.0);
+                        if whole {
+                            ConstCounter::new(v as u64).encode(e)
+                        } else {
+                            ConstCounter::new(v).encode(e)
+                        }
+                    };
                     if let [s] = samples.as_slice() {
                         if s.labels.is_empty() {
-                            metric(s).encode(family)?;
+                            one(s, family)?;
                             continue;
                         }
                     }
                     for s in samples {
-                        metric(s).encode(family.encode_family(&labels(s))?)?;
+                        one(s, family.encode_family(&labels(s))?)?;
                     }
                 }
                 Kind::Gauge => {

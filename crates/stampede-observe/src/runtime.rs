@@ -1,6 +1,6 @@
 //! A runtime's zones, named containers and tasks.
 
-use stampede_core::{HoldCause, Named, Runtime, Timestamp, INFINITY};
+use stampede_core::{HoldCause, Named, Runtime, TaskReport, Timestamp, INFINITY};
 
 use crate::{Sample, Source};
 
@@ -18,12 +18,13 @@ impl RuntimeSource {
     }
 }
 
-/// A timestamp as a gauge's value: `INFINITY` is `+Inf`.
+/// A timestamp as a gauge's value: `INFINITY` is `+Inf`, the lowest timestamp (a floor
+/// before anything was reclaimed) `-Inf`.
 fn ts(t: Timestamp) -> f64 {
-    if t == INFINITY {
-        f64::INFINITY
-    } else {
-        t as f64
+    match t {
+        INFINITY => f64::INFINITY,
+        Timestamp::MIN => f64::NEG_INFINITY,
+        t => t as f64,
     }
 }
 
@@ -65,6 +66,44 @@ fn container(
     }
     for &(metric, help, v) in counters {
         out.push(labelled(Sample::counter(metric, help, v)));
+    }
+}
+
+/// A task's samples: its times and blocked time, and per named container it is connected
+/// to, the operations done through that connection (the application graph's edges).
+fn tasks(out: &mut Vec<Sample>, t: &TaskReport) {
+    let zone = t.zone.0.to_string();
+    let labelled = |s: Sample| s.label("zone", zone.clone()).label("task", t.name.clone());
+    out.push(labelled(Sample::gauge(
+        "stampede_task_virtual_time",
+        "A live task's virtual time.",
+        ts(t.virtual_time),
+    )));
+    out.push(labelled(Sample::gauge(
+        "stampede_task_visibility",
+        "The lowest timestamp a live task may put now.",
+        ts(t.visibility),
+    )));
+    out.push(labelled(Sample::counter_f64(
+        "stampede_task_blocked_seconds",
+        "Seconds a task has waited for items or space (parked here, or in a waiting remote get).",
+        t.blocked.as_secs_f64(),
+    )));
+    for c in &t.connections {
+        // Anonymous containers are private to their code, as in the container samples.
+        let Some(name) = &c.container else { continue };
+        out.push(
+            Sample::counter(
+                "stampede_connection_operations",
+                "Successful operations through a task's connections to a container.",
+                c.operations,
+            )
+            .label("task", t.name.clone())
+            .label("container", name.clone())
+            .label("kind", c.kind.name())
+            .label("direction", c.direction.name())
+            .label("owner", c.owner.clone().unwrap_or_default()),
+        );
     }
 }
 
@@ -119,19 +158,9 @@ impl Source for RuntimeSource {
                     .label("name", name),
                 );
             }
-            for h in &report.holds {
-                if let HoldCause::VirtualTime { task_name, .. } = &h.cause {
-                    out.push(
-                        Sample::gauge(
-                            "stampede_task_virtual_time",
-                            "A live task's virtual time.",
-                            ts(h.ts),
-                        )
-                        .label("zone", &z)
-                        .label("task", task_name.clone()),
-                    );
-                }
-            }
+        }
+        for t in self.rt.tasks() {
+            tasks(out, &t);
         }
         for name in self.rt.names() {
             match self.rt.lookup(&name) {

@@ -120,6 +120,72 @@ fn a_held_watermark_names_its_holder() {
     drop(slow);
 }
 
+#[test]
+fn connections_count_their_operations_and_tasks_their_blocked_time() {
+    let rt = Runtime::new();
+    let ch = rt
+        .channel(ContainerOptions::unbounded().name("frames"))
+        .unwrap();
+    let camera = rt
+        .task_builder()
+        .name("camera")
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let viewer = rt
+        .task_builder()
+        .name("viewer")
+        .virtual_time(0)
+        .create()
+        .unwrap();
+    let out = camera.attach_output(&ch).unwrap();
+    let inp = viewer.attach_input(&ch).unwrap();
+    for ts in 0..4 {
+        out.put(ts, "x").unwrap();
+    }
+    for ts in 0..3 {
+        inp.get(stampede_core::Selector::Exact(ts)).unwrap();
+        inp.consume(ts).unwrap();
+    }
+    // The viewer waits for a frame the camera puts 100 ms later.
+    let waiter = std::thread::spawn(move || {
+        inp.get(stampede_core::Selector::Exact(10)).unwrap();
+        inp
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    out.put(10, "late").unwrap();
+    let inp = waiter.join().unwrap();
+    let m = Metrics::new();
+    m.add(RuntimeSource::new(&rt));
+    let text = m.render();
+    let edge = |task: &str, dir: &str| {
+        format!(
+            "stampede_connection_operations_total{{task=\"{task}\",container=\"frames\",kind=\"channel\",direction=\"{dir}\",owner=\"\"}}"
+        )
+    };
+    assert_eq!(value(&text, &edge("camera", "output")), 5.0);
+    assert_eq!(value(&text, &edge("viewer", "input")), 4.0);
+    let blocked = value(
+        &text,
+        "stampede_task_blocked_seconds_total{zone=\"0\",task=\"viewer\"}",
+    );
+    assert!(
+        (0.05..10.0).contains(&blocked),
+        "viewer blocked {blocked} s"
+    );
+    // The camera never waited: nothing parked, nothing counted.
+    assert_eq!(
+        value(
+            &text,
+            "stampede_task_blocked_seconds_total{zone=\"0\",task=\"camera\"}"
+        ),
+        0.0
+    );
+    // A dropped connection is no longer an edge.
+    drop(inp);
+    assert!(!m.render().contains(&edge("viewer", "input")));
+}
+
 struct Twice;
 
 impl Source for Twice {

@@ -13,6 +13,7 @@ use pyo3::types::PyType;
 
 mod cluster;
 mod cnc;
+mod dashboard;
 mod dtype;
 mod errors;
 mod extras;
@@ -69,6 +70,7 @@ fn _stampede(m: &Bound<'_, PyModule>) -> PyResult<()> {
     extras::register_classes(m)?;
     space::register_classes(m)?;
     cluster::register_classes(m)?;
+    m.add_class::<dashboard::Dashboard>()?;
     m.add_class::<items::Opaque>()?;
     m.add_class::<items::ItemView>()?;
     m.add_class::<loan::Loan>()?;

@@ -499,6 +499,23 @@ impl Space {
         Ok(py.detach(|| s.metrics().render()))
     }
 
+    /// Serves a live web page of the whole application (every space's metrics, this
+    /// one's included) on ``listen`` (``"host:port"``; port 0 picks one) until the returned
+    /// :class:`Dashboard` closes, titled with the application's name; each space is asked
+    /// for at most ``timeout`` seconds per refresh.
+    #[pyo3(signature = (listen = "127.0.0.1:0", title = None, timeout = 2.0))]
+    fn dashboard(
+        &self,
+        py: Python<'_>,
+        listen: &str,
+        title: Option<&str>,
+        timeout: f64,
+    ) -> PyResult<crate::dashboard::Dashboard> {
+        let s = self.get(py)?;
+        let timeout = crate::stm::duration(py, "timeout", timeout)?;
+        crate::dashboard::Dashboard::new(s.dashboard(listen, title, timeout))
+    }
+
     /// ``"host:port"`` where the space serves its metrics, or ``None``.
     #[getter]
     fn metrics_addr(&self, py: Python<'_>) -> PyResult<Option<String>> {

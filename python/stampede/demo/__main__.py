@@ -2,7 +2,8 @@
 
 Runs the pipeline of :mod:`stampede.demo.pipeline` on a synthetic scene (or ``--video``),
 prints a status line while it runs, checks the tracks against the scene's ground truth and
-writes an annotated snapshot. ``--distributed`` runs the same stages in three address spaces
+writes an annotated snapshot. ``--dashboard`` serves a live web page of the run.
+``--distributed`` runs the same stages in three address spaces
 on this host (:mod:`stampede.demo.distributed`). Exit status: 0 when the accuracy check
 passes (or is skipped for a video), 1 when it fails, 2 when the pipeline fails, 130 when
 interrupted.
@@ -86,6 +87,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--min-accuracy", type=float, default=0.9, help="fraction of hits to pass (0.9)")
     add("--distributed", action="store_true", help="run the stages in three address spaces "
         "on this host: camera, analysis and display (this process, the Zenoh router)")
+    add("--dashboard", nargs="?", const="127.0.0.1:0", metavar="HOST:PORT", help="serve "
+        "a live web dashboard of the run (loopback, a free port unless given) and print its "
+        "address")
     args = p.parse_args(argv)
     for name in ("targets", "workers", "regions", "model_groups", "capacity"):
         if getattr(args, name) != AUTO and getattr(args, name) < 1:
@@ -138,15 +142,23 @@ def main(argv: list[str] | None = None) -> int:
             rss=rss_mb(),
         )
 
+    def serve_dashboard(rt: sp.Runtime) -> sp.Dashboard:
+        # A distributed run's display space shows every space; a local run its runtime.
+        d = rt.dashboard(args.dashboard, title="Smart Kiosk")
+        print(f"dashboard: {d.url}", flush=True)
+        return d
+
+    on_start = serve_dashboard if args.dashboard else None
     r: RunResult
     spaces: list[SpaceReport] = []
     try:
         if args.distributed:
             r, spaces = run_distributed(
-                source, models, options, video=args.video, status=status
+                source, models, options, video=args.video, status=status,
+                on_start=on_start,
             )
         else:
-            r = run_pipeline(source, models, options, status=show)
+            r = run_pipeline(source, models, options, status=show, on_start=on_start)
     except KeyboardInterrupt:
         status.end()
         print("interrupted")

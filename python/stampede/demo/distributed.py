@@ -457,9 +457,12 @@ def run_distributed(
     video: str | None = None,
     status: StatusLine | None = None,
     stall_timeout: float = 10.0,
+    on_start: Callable[[sp.Runtime], object] | None = None,
 ) -> tuple[RunResult, list[SpaceReport]]:
     """Runs the pipeline over three address spaces until the camera has produced for
     ``options.seconds`` and every stage has drained; this process is the display.
+    ``on_start(space)`` is called once the display's space has joined (what it returns is
+    kept until the run ends).
 
     Returns the run's figures (summed over the spaces where they are counts) and each
     space's own. Raises the earliest failure of the three spaces (the others then fail
@@ -485,6 +488,7 @@ def run_distributed(
     router = _free_endpoint()
     app = f"kiosk-{os.getpid()}"
     with sp.Space.join(app, mode="router", listen=[router], lease=LEASE) as space:
+        started = on_start(space) if on_start else None
         kiosk = Kiosk(
             space, source, models, options, monitor, names=USES["display"], parties=2
         )

@@ -778,9 +778,11 @@ def run_pipeline(
     status: Callable[[sp.Runtime, Kiosk, float], None] | None = None,
     status_every: float = 0.5,
     stall_timeout: float = 10.0,
+    on_start: Callable[[sp.Runtime], object] | None = None,
 ) -> RunResult:
     """Runs the kiosk pipeline until the digitizer has produced for ``options.seconds``
-    and every stage has drained; calls ``status(rt, kiosk, elapsed)`` periodically.
+    and every stage has drained; calls ``status(rt, kiosk, elapsed)`` periodically, and
+    ``on_start(rt)`` once the runtime exists (what it returns is kept until the run ends).
 
     Raises the first stage error, or :class:`RuntimeError` with the runtime's explanation of
     who holds the watermark back if no frame gets decided for ``stall_timeout`` seconds.
@@ -788,6 +790,7 @@ def run_pipeline(
     monitor = Monitor(warmup=options.warmup)
     rss_peak = rss_mb()
     with sp.Runtime() as rt:
+        started = on_start(rt) if on_start else None
         kiosk = Kiosk(rt, source, models, options, monitor)
         threads: dict[str, sp.TaskThread[Any]] = {}
         for name, fn, vt in STAGES:

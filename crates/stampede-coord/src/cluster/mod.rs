@@ -248,6 +248,10 @@ impl Graph {
         if g.sched.spread.set(spread).is_err() {
             return bad("the graph is distributed already".into());
         }
+        // The executor's counters show in the space's metrics (and its dashboard).
+        space
+            .metrics()
+            .add(self.executor().metrics_source(&format!("cnc/{name}")));
         // From here on messages may arrive: they wait for the ranks' addresses below.
         let joined = cluster.join();
         let mut ids = lock(&cluster.ids);

@@ -317,6 +317,11 @@ impl Zone {
         lock(&self.members).tasks.insert(t.id, t);
     }
 
+    /// The zone's live tasks now.
+    pub(crate) fn tasks(&self) -> Vec<Arc<TaskInner>> {
+        lock(&self.members).tasks.values().cloned().collect()
+    }
+
     pub(crate) fn remove_task(&self, id: TaskId) {
         lock(&self.members).tasks.remove(&id);
     }

@@ -339,6 +339,22 @@ impl Runtime {
         py.detach(|| m.render())
     }
 
+    /// Serves a live web page of this runtime (its graph of tasks and containers with
+    /// rates, watermarks over time and their holders, containers and tasks) on ``listen``
+    /// (``"host:port"``; port 0 picks one) until the returned :class:`Dashboard` closes.
+    #[pyo3(signature = (listen = "127.0.0.1:0", title = None))]
+    fn dashboard(
+        &self,
+        listen: &str,
+        title: Option<&str>,
+    ) -> PyResult<crate::dashboard::Dashboard> {
+        let m = stampede_observe::Metrics::new();
+        m.add(stampede_observe::RuntimeSource::new(&self.rt));
+        m.add(stampede_observe::process);
+        let title = title.unwrap_or("stampede");
+        crate::dashboard::Dashboard::new(stampede_observe::Dashboard::start(listen, title, m))
+    }
+
     /// Collection counters of ``zone``.
     #[pyo3(signature = (zone = 0))]
     fn gc_stats(&self, py: Python<'_>, zone: i64) -> PyResult<GcStats> {
