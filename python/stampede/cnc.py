@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from ._stampede import (
     Executor,
+    ExecutorStats,
     Graph,
     ItemCollection,
     StepCollection,
@@ -42,6 +43,7 @@ from ._stampede import (
     Suspended,
     TagCollection,
     TraceEvent,
+    WorkerStats,
 )
 from .errors import Deadlock, DuplicatePut, FreedItem, GraphError, StepFailed, Unmet
 
@@ -53,6 +55,7 @@ __all__ = [
     "Deadlock",
     "DuplicatePut",
     "Executor",
+    "ExecutorStats",
     "FreedItem",
     "Graph",
     "GraphError",
@@ -65,4 +68,5 @@ __all__ = [
     "TagCollection",
     "TraceEvent",
     "Unmet",
+    "WorkerStats",
 ]

@@ -71,6 +71,35 @@ def test_the_api_serves_samples_and_refuses_writes() -> None:
         assert missing.value.code == 404
 
 
+def test_an_executor_counts_its_jobs_and_shows_on_the_page() -> None:
+    from stampede import cnc
+
+    ex = cnc.Executor(2)
+    g = cnc.Graph(ex)
+    squares, numbers = g.items("squares"), g.tags("numbers")
+
+    def square(ctx: cnc.StepContext, tag: tuple[int, ...]) -> None:
+        (n,) = tag
+        ctx.put(squares, n, n * n)
+
+    numbers.prescribes(g.steps("square", square))
+    for n in range(50):
+        g.put_tag(numbers, n)
+    g.wait()
+    stats = ex.stats()
+    assert len(stats.workers) == 2
+    # Each job is counted just after it returns: wait for the last one's count.
+    deadline = time.monotonic() + PATIENCE
+    while sum(w.jobs for w in ex.stats().workers) < 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sum(w.jobs for w in ex.stats().workers) >= 50
+    with sp.Runtime() as rt, rt.dashboard(executors={"squares": ex}) as d:
+        snap = json.loads(urllib.request.urlopen(d.url + "api/samples", timeout=10).read())
+        jobs = [s for s in snap["samples"] if s["name"] == "stampede_executor_jobs"]
+        assert {dict(s["labels"])["executor"] for s in jobs} == {"squares"}
+        assert sum(s["value"] for s in jobs) >= 50
+
+
 @pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="Chromium is not installed (`make browser` installs chromium and chromium-driver)",
@@ -96,7 +125,11 @@ def test_the_dashboard_shows_a_three_space_application_live() -> None:
                     "--disable-gpu", "--window-size=1400,1700"):
             options.add_argument(arg)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        with cluster.space.dashboard() as d:
+        # An executor the router's space runs shows as a timeline, whether busy or not.
+        from stampede import cnc
+
+        ex = cnc.Executor(2)
+        with cluster.space.dashboard(executors={"cnc": ex}) as d:
             driver.get(d.url)
             # Every task and container of the three spaces, and the four connections.
             _until(driver, """
@@ -122,6 +155,8 @@ def test_the_dashboard_shows_a_three_space_application_live() -> None:
             assert any(label != "0.0/s" and label != "–/s" for label in labels), labels
             holder = _page(driver, "return document.querySelector('.holder').textContent;")
             assert "held by" in holder, holder
+            shown = _page(driver, "return !document.getElementById('executor-section').hidden;")
+            assert shown, "the executor's timeline is hidden"
             errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
             assert not errors, errors
     finally:

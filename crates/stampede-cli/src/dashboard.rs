@@ -26,8 +26,13 @@ pub(crate) fn dashboard(a: DashboardArgs) -> Result<(), Failure> {
                 .filter(|s| !s.labels.iter().any(|(k, v)| k == "space" && *v == me)),
         );
     });
-    let dashboard = Dashboard::start(&a.serve, &a.observer.conn.app, metrics)
-        .map_err(|e| Failure::runtime(format!("cannot serve the dashboard on {}: {e}", a.serve)))?;
+    let dashboard = Dashboard::start_with(
+        &a.serve,
+        &a.observer.conn.app,
+        metrics,
+        &space.http_access(),
+    )
+    .map_err(|e| Failure::runtime(format!("cannot serve the dashboard on {}: {e}", a.serve)))?;
     println!("id       {}", space.id());
     println!("url      {}", dashboard.url());
     println!("ready");

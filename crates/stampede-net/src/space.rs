@@ -806,6 +806,10 @@ impl Space {
     /// every space's metrics, this one's included, as
     /// [`application_metrics`](Space::application_metrics) gives them, asked at each poll
     /// with `timeout`.
+    ///
+    /// The page asks for this space's credentials when it has some
+    /// ([`Config::credentials`]), and is served over HTTPS with its certificate when it has
+    /// one ([`Tls::certificate`](crate::Tls::certificate) and key).
     pub fn dashboard(
         &self,
         listen: &str,
@@ -815,7 +819,21 @@ impl Space {
         let metrics = stampede_observe::Metrics::new();
         let me = self.clone();
         metrics.add(move |out: &mut Vec<Sample>| out.extend(me.application_metrics(timeout)));
-        stampede_observe::Dashboard::start(listen, title.unwrap_or(&self.sh.app), metrics)
+        let title = title.unwrap_or(&self.sh.app);
+        stampede_observe::Dashboard::start_with(listen, title, metrics, &self.http_access())
+    }
+
+    /// How a web page about the application is protected: with this space's credentials
+    /// and, when it has a certificate and key, over HTTPS.
+    pub fn http_access(&self) -> stampede_observe::Access {
+        let cfg = &self.sh.cfg;
+        stampede_observe::Access {
+            credentials: cfg.credentials.clone(),
+            tls: cfg
+                .tls
+                .as_ref()
+                .and_then(|t| Some((t.certificate.clone()?, t.private_key.clone()?))),
+        }
     }
 
     /// Where this space serves its metrics ([`Config::metrics_listen`]), if anywhere.

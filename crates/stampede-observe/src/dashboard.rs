@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::endpoint::{Reply, Server};
-use crate::Metrics;
+use crate::{Access, Metrics};
 
 const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
@@ -67,6 +67,17 @@ impl Dashboard {
     /// assert!(dashboard.url().starts_with("http://127.0.0.1:"));
     /// ```
     pub fn start(addr: &str, title: &str, metrics: Metrics) -> io::Result<Dashboard> {
+        Dashboard::start_with(addr, title, metrics, &Access::default())
+    }
+
+    /// [`start`](Dashboard::start), protected as `access` says: every request must present
+    /// its credentials, and with its certificate the page is served over HTTPS.
+    pub fn start_with(
+        addr: &str,
+        title: &str,
+        metrics: Metrics,
+        access: &Access,
+    ) -> io::Result<Dashboard> {
         let title = title.to_owned();
         let routes = move |path: &str| -> Option<Reply> {
             if path == "/api/samples" {
@@ -84,6 +95,7 @@ impl Dashboard {
                 "stampede-dashboard",
                 "not found: the dashboard is at /\n",
                 Box::new(routes),
+                access,
             )?,
         })
     }
@@ -93,9 +105,14 @@ impl Dashboard {
         self.server.addr()
     }
 
-    /// The page's address, `http://host:port/`.
+    /// The page's address, `http://host:port/` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr())
+        let scheme = if self.server.is_tls() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}/", self.addr())
     }
 }
 

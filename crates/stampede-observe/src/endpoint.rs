@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::Metrics;
+use crate::access::TlsFront;
+use crate::{Access, Metrics};
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -16,8 +17,10 @@ pub(crate) type Reply = (&'static str, Vec<u8>);
 /// What a server answers for a path, or `None` (404).
 type Routes = dyn Fn(&str) -> Option<Reply> + Send + Sync;
 
-/// An HTTP server on one thread, answering `GET`s from its routes until dropped.
+/// An HTTP server on one thread, answering `GET`s from its routes until dropped; with TLS,
+/// it listens on loopback behind a TLS front that listens on the address asked for.
 pub(crate) struct Server {
+    front: Option<TlsFront>,
     server: Arc<tiny_http::Server>,
     addr: SocketAddr,
     thread: Option<JoinHandle<()>>,
@@ -29,8 +32,14 @@ impl Server {
         name: &str,
         not_found: &'static str,
         routes: Box<Routes>,
+        access: &Access,
     ) -> io::Result<Server> {
-        let server = tiny_http::Server::http(addr)
+        let plain = if access.tls.is_some() {
+            "127.0.0.1:0"
+        } else {
+            addr
+        };
+        let server = tiny_http::Server::http(plain)
             .map_err(|e| io::Error::new(io::ErrorKind::AddrNotAvailable, format!("{addr}: {e}")))?;
         let bound = server.server_addr().to_ip().ok_or_else(|| {
             io::Error::new(
@@ -40,14 +49,25 @@ impl Server {
         })?;
         let server = Arc::new(server);
         let serving = server.clone();
+        let authorization = access.expected_authorization();
         let thread = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || serve(&serving, not_found, &*routes))?;
+            .spawn(move || serve(&serving, not_found, authorization.as_deref(), &*routes))?;
+        let front = match &access.tls {
+            Some((cert, key)) => Some(TlsFront::start(addr, cert, key, bound)?),
+            None => None,
+        };
         Ok(Server {
+            addr: front.as_ref().map_or(bound, TlsFront::addr),
+            front,
             server,
-            addr: bound,
             thread: Some(thread),
         })
+    }
+
+    /// Whether it speaks HTTPS.
+    pub(crate) fn is_tls(&self) -> bool {
+        self.front.is_some()
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {
@@ -55,9 +75,35 @@ impl Server {
     }
 }
 
-fn serve(server: &tiny_http::Server, not_found: &str, routes: &Routes) {
+fn serve(
+    server: &tiny_http::Server,
+    not_found: &str,
+    authorization: Option<&str>,
+    routes: &Routes,
+) {
     for request in server.incoming_requests() {
         let path = request.url().split('?').next().unwrap_or("").to_owned();
+        let allowed = match authorization {
+            None => true,
+            Some(expected) => request
+                .headers()
+                .iter()
+                .any(|h| h.field.equiv("Authorization") && h.value.as_str() == expected),
+        };
+        if !allowed {
+            let challenge =
+                tiny_http::Header::from_bytes("WWW-Authenticate", "Basic realm=\"stampede\"")
+                    .expect("a valid header");
+            let response = tiny_http::Response::from_data(
+                b"the application's credentials are needed\n".to_vec(),
+            )
+            .with_status_code(401)
+            .with_header(challenge);
+            if let Err(e) = request.respond(response) {
+                tracing::debug!("an HTTP answer was not delivered: {e}");
+            }
+            continue;
+        }
         let response = match (request.method(), routes(&path)) {
             (tiny_http::Method::Get, Some((content_type, body))) => {
                 let header = tiny_http::Header::from_bytes("Content-Type", content_type)
@@ -82,6 +128,7 @@ fn serve(server: &tiny_http::Server, not_found: &str, routes: &Routes) {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        drop(self.front.take());
         self.server.unblock();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -114,6 +161,7 @@ impl Endpoint {
                 "stampede-metrics",
                 "not found: the metrics are at /metrics\n",
                 Box::new(routes),
+                &Access::default(),
             )?,
         })
     }

@@ -26,6 +26,7 @@
 //! assert!(text.contains(r#"stampede_container_puts_total{container="frames",kind="channel"} 3"#));
 //! ```
 
+mod access;
 mod dashboard;
 mod endpoint;
 mod logs;
@@ -33,6 +34,7 @@ mod process;
 mod render;
 mod runtime;
 
+pub use access::Access;
 pub use dashboard::Dashboard;
 pub use endpoint::Endpoint;
 pub use logs::{init_logging, FORMAT_VAR as LOG_FORMAT_VAR};

@@ -503,16 +503,24 @@ impl Space {
     /// one's included) on ``listen`` (``"host:port"``; port 0 picks one) until the returned
     /// :class:`Dashboard` closes, titled with the application's name; each space is asked
     /// for at most ``timeout`` seconds per refresh.
-    #[pyo3(signature = (listen = "127.0.0.1:0", title = None, timeout = 2.0))]
+    /// ``executors`` maps names to :class:`stampede.cnc.Executor`\ s this space runs: their
+    /// counters join the space's metrics, and the page shows their timelines.
+    #[pyo3(signature = (listen = "127.0.0.1:0", title = None, executors = None, timeout = 2.0))]
     fn dashboard(
         &self,
         py: Python<'_>,
         listen: &str,
         title: Option<&str>,
+        executors: Option<
+            std::collections::HashMap<String, PyRef<'_, crate::cnc::graph::PyExecutor>>,
+        >,
         timeout: f64,
     ) -> PyResult<crate::dashboard::Dashboard> {
         let s = self.get(py)?;
         let timeout = crate::stm::duration(py, "timeout", timeout)?;
+        for (name, ex) in executors.unwrap_or_default() {
+            s.metrics().add(ex.exec().metrics_source(&name));
+        }
         crate::dashboard::Dashboard::new(s.dashboard(listen, title, timeout))
     }
 

@@ -42,6 +42,23 @@ impl Drop for PyExecutor {
     }
 }
 
+/// One worker's counters: jobs run, jobs stolen from other workers, sleeps, jobs queued now.
+#[pyclass(module = "stampede.cnc", name = "WorkerStats", frozen, get_all)]
+pub(crate) struct PyWorkerStats {
+    jobs: u64,
+    steals: u64,
+    sleeps: u64,
+    queued: usize,
+}
+
+/// An executor's counters: per worker, and the global and critical-path queues' depths.
+#[pyclass(module = "stampede.cnc", name = "ExecutorStats", frozen, get_all)]
+pub(crate) struct PyExecutorStats {
+    workers: Vec<Py<PyWorkerStats>>,
+    global_queue: usize,
+    urgent_queue: usize,
+}
+
 /// One step run, recorded while the executor's ``tracing`` is on.
 #[pyclass(module = "stampede.cnc", name = "TraceEvent", frozen, get_all)]
 pub(crate) struct PyTraceEvent {
@@ -116,6 +133,31 @@ impl PyExecutor {
     fn take_trace(&self, py: Python<'_>) -> Vec<PyTraceEvent> {
         let events = py.detach(|| self.exec().take_trace());
         events.into_iter().map(PyTraceEvent::from).collect()
+    }
+
+    /// Every worker's counters and queue depth, and the global queues' depths, now.
+    fn stats(&self, py: Python<'_>) -> PyResult<PyExecutorStats> {
+        let s = self.exec().stats();
+        let workers = s
+            .workers
+            .iter()
+            .map(|w| {
+                Py::new(
+                    py,
+                    PyWorkerStats {
+                        jobs: w.jobs,
+                        steals: w.steals,
+                        sleeps: w.sleeps,
+                        queued: w.queued,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(PyExecutorStats {
+            workers,
+            global_queue: s.global_queue,
+            urgent_queue: s.urgent_queue,
+        })
     }
 
     fn __repr__(&self) -> String {

@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 
 pub(crate) fn register_classes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::PyExecutor>()?;
+    m.add_class::<graph::PyExecutorStats>()?;
+    m.add_class::<graph::PyWorkerStats>()?;
     m.add_class::<graph::PyGraph>()?;
     m.add_class::<graph::PyTraceEvent>()?;
     m.add_class::<collections::PyItemCollection>()?;

@@ -342,15 +342,22 @@ impl Runtime {
     /// Serves a live web page of this runtime (its graph of tasks and containers with
     /// rates, watermarks over time and their holders, containers and tasks) on ``listen``
     /// (``"host:port"``; port 0 picks one) until the returned :class:`Dashboard` closes.
-    #[pyo3(signature = (listen = "127.0.0.1:0", title = None))]
+    /// ``executors`` maps names to :class:`stampede.cnc.Executor`\ s whose timelines it shows.
+    #[pyo3(signature = (listen = "127.0.0.1:0", title = None, executors = None))]
     fn dashboard(
         &self,
         listen: &str,
         title: Option<&str>,
+        executors: Option<
+            std::collections::HashMap<String, PyRef<'_, crate::cnc::graph::PyExecutor>>,
+        >,
     ) -> PyResult<crate::dashboard::Dashboard> {
         let m = stampede_observe::Metrics::new();
         m.add(stampede_observe::RuntimeSource::new(&self.rt));
         m.add(stampede_observe::process);
+        for (name, ex) in executors.unwrap_or_default() {
+            m.add(ex.exec().metrics_source(&name));
+        }
         let title = title.unwrap_or("stampede");
         crate::dashboard::Dashboard::new(stampede_observe::Dashboard::start(listen, title, m))
     }
