@@ -54,6 +54,9 @@ test-rust:
 	# coordination layer.
 	$(CARGO) check -p stampede --no-default-features --all-targets
 	$(CARGO) check -p stampede-coord --no-default-features --all-targets
+	# The decoders' fuzz entry points (fuzz/) compile with the crates, not only on nightly.
+	$(CARGO) check -p stampede-net -p stampede-cluster -p stampede-coord -p stampede-strata \
+		--features fuzzing
 
 # loom model-checks the concurrent core; it rebuilds the crate with --cfg loom, so it gets
 # its own target directory.
@@ -127,6 +130,21 @@ cluster-apps: python
 # Cluster threads across four processes on loopback: CableS' basic-event table against
 # Zenoh's own query round trip measured in the same run (bench-results/cluster.json).
 .PHONY: bench-cluster
+# Fuzzing, not part of `make test`: a target for every decoder that reads bytes from
+# outside (fuzz/fuzz_targets), on nightly with libFuzzer. `make test-fuzz` runs each for a
+# minute; `make fuzz FUZZ_SECONDS=3600 TARGETS="wire items"` for as long as asked. Both add
+# to the record in bench-results/fuzz.json (docs/reliability.md).
+.PHONY: fuzz-setup test-fuzz fuzz
+FUZZ_SECONDS ?= 3600
+TARGETS ?=
+fuzz-setup:
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+test-fuzz: fuzz-setup
+	python3 fuzz/run.py --seconds 60
+fuzz: fuzz-setup
+	python3 fuzz/run.py --seconds $(FUZZ_SECONDS) $(TARGETS)
+
 # What a change costs the in-process throughput benchmark: the build of BASE (a commit, in
 # its own target directory) and the work tree's, run alternately (bench/ab_bench.py).
 .PHONY: bench-overhead

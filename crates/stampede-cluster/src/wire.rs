@@ -571,3 +571,26 @@ mod tests {
         }
     }
 }
+
+/// Every decoder on `data`: none may panic, and what one accepts encodes to bytes that
+/// decode to the same value. The fuzz target's body (`fuzz/`).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz(data: &[u8]) {
+    let input = || Bytes::copy_from_slice(data);
+    if let Ok(m) = Msg::decode(input()) {
+        assert_eq!(Msg::decode(m.encode()), Ok(m));
+    }
+    if let Ok(l) = decode_list(input()) {
+        assert_eq!(decode_list(encode_list(&l)), Ok(l));
+    }
+    if let Ok((version, fetched)) = decode_fetched(input()) {
+        let again = decode_fetched(encode_fetched(version, fetched.as_deref()));
+        assert_eq!(again, Ok((version, fetched)));
+    }
+    if let Ok(c) = decode_counters(input()) {
+        assert_eq!(decode_counters(encode_counters(&c)), Ok(c));
+    }
+    if let Ok(r) = decode_rank(data) {
+        assert_eq!(decode_rank(&encode_rank(r)), Ok(r));
+    }
+}

@@ -60,3 +60,11 @@ struct Guide;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/snet.md")]
 struct SnetGuide;
+
+/// Runs every decoder of this crate's message format on `data` (the fuzz targets, `fuzz/`):
+/// none may panic, and what one accepts must survive a re-encoding.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_decoders(data: &[u8]) {
+    cluster::fuzz(data)
+}

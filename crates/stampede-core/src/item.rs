@@ -83,6 +83,8 @@ pub enum MarshalError {
     },
     /// More dimensions than the layout can describe ([`MAX_NDIM`]).
     TooManyDimensions(usize),
+    /// A header byte the layout reserves is not 0 (an array's eighth byte).
+    ReservedByte(u8),
     /// Text that is not valid UTF-8.
     InvalidUtf8,
     /// The item has another type.
@@ -109,6 +111,7 @@ impl fmt::Display for MarshalError {
             MarshalError::TooManyDimensions(n) => {
                 write!(f, "{n} dimensions; the layout allows {MAX_NDIM}")
             }
+            MarshalError::ReservedByte(b) => write!(f, "reserved header byte is {b}, not 0"),
             MarshalError::InvalidUtf8 => f.write_str("invalid UTF-8"),
             MarshalError::WrongType { expected, found } => {
                 write!(f, "expected type {expected:?}, found {found:?}")
@@ -612,6 +615,10 @@ impl ItemType for NdArray {
         }
         let dtype = DType::from_code(wire[5])?;
         let ndim = wire[6] as usize;
+        // One array, one encoding: a later layout may give the byte a meaning.
+        if wire[7] != 0 {
+            return Err(MarshalError::ReservedByte(wire[7]));
+        }
         let header = 8 + 8 * ndim;
         if wire.len() < header {
             return Err(MarshalError::Truncated);

@@ -398,3 +398,14 @@ fn debug_output_shows_tag_and_state() {
     let a = NdArray::from_slice(&[1], &[1u8]).unwrap();
     assert!(format!("{a:?}").contains("U8"));
 }
+
+/// Found by the `items` fuzz target: an array header with a non-zero reserved byte decoded
+/// as if it were 0, so two byte strings meant one array. It is refused now.
+#[test]
+fn an_array_header_with_a_reserved_byte_set_is_refused() {
+    let mut wire = header(1, 2, &[2, 3]);
+    wire.extend_from_slice(&[0; 6]);
+    assert!(decode_array(wire.clone()).is_ok());
+    wire[7] = 10;
+    assert_eq!(decode_array(wire), Err(MarshalError::ReservedByte(10)));
+}

@@ -65,3 +65,11 @@ pub use xfer::Exchange;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/strata.md")]
 struct Guide;
+
+/// Runs every decoder of this crate's message format on `data` (the fuzz targets, `fuzz/`):
+/// none may panic, and what one accepts must survive a re-encoding.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub fn fuzz_decoders(data: &[u8]) {
+    wire::fuzz(data)
+}

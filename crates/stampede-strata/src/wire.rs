@@ -222,3 +222,25 @@ mod tests {
         }
     }
 }
+
+/// Every decoder on `data`: none may panic, and what one accepts encodes to bytes that
+/// decode and encode again to the same bytes. The fuzz target's body (`fuzz/`).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz(data: &[u8]) {
+    if let Ok(n) = Notice::decode(data) {
+        let once = n.encode();
+        let again = Notice::decode(&once).expect("an encoded notice decodes");
+        assert_eq!(again, n);
+        assert_eq!(again.encode(), once);
+    }
+    if let Ok(m) = Message::decode(data) {
+        let once = m.encode();
+        let again = Message::decode(&once).expect("an encoded message decodes");
+        assert_eq!(again.encode(), once);
+    }
+    if let Ok(p) = Packet::decode(data) {
+        let once = Packet::encode(p.tag, p.total, p.offset, p.data);
+        assert_eq!(once, data, "a packet's encoding is canonical");
+        assert_eq!(Packet::decode(&once), Ok(p));
+    }
+}

@@ -46,6 +46,30 @@ impl Model {
     }
 
     /// The predicted cost at `x`; +∞ outside the ranges the model was calibrated over.
+    /// Whether every index refers to something the model has: what a model read from a
+    /// file must pass before it predicts.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let bad = |why: &str| Err(format!("model {}: {why}", self.spec.name));
+        let terms = self.spec.terms.len();
+        if self.kept.iter().chain(&self.dropped).any(|t| *t >= terms) {
+            return bad("a kept or dropped term that does not exist");
+        }
+        if self.coefficients.len() != self.kept.len() || self.intervals.len() != self.kept.len() {
+            return bad("not one coefficient and one interval per kept term");
+        }
+        let vars = self.spec.variables.len();
+        if self
+            .spec
+            .terms
+            .iter()
+            .flat_map(|t| &t.factors)
+            .any(|f| f.var >= vars)
+        {
+            return bad("a term of a variable that does not exist");
+        }
+        Ok(())
+    }
+
     #[inline]
     pub fn predict(&self, x: &[f64]) -> f64 {
         if !self.spec.valid(x) {

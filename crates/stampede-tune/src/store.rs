@@ -96,6 +96,17 @@ pub struct ModelFile {
 }
 
 impl ModelFile {
+    /// A model file's text, checked: every model's kept and dropped terms, coefficients,
+    /// intervals and factors refer to what the model has (a file edited by hand or damaged
+    /// is refused, never a panic when it predicts).
+    pub fn from_json(text: &str) -> Result<ModelFile, String> {
+        let file: ModelFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        for m in &file.models {
+            m.check()?;
+        }
+        Ok(file)
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), TuneError> {
         let text =
             serde_json::to_string_pretty(self).map_err(|e| TuneError::Store(e.to_string()))?;
@@ -116,7 +127,7 @@ impl ModelFile {
     ) -> Result<(ModelFile, Vec<String>), TuneError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| TuneError::Store(format!("{}: {e}", path.display())))?;
-        let file: ModelFile = serde_json::from_str(&text)
+        let file = ModelFile::from_json(&text)
             .map_err(|e| TuneError::Store(format!("{}: {e}", path.display())))?;
         let differences = file.fingerprint.differences(expected);
         match (differences.is_empty(), policy) {

@@ -403,3 +403,29 @@ proptest! {
         prop_assert!(m.mre < 1.0 + 1e-9);
     }
 }
+
+/// A damaged model file is refused when read, with the model named, instead of panicking
+/// when it predicts: a kept term past the end, a coefficient missing, a variable that does
+/// not exist.
+#[test]
+fn a_damaged_model_file_is_refused() {
+    let file = ModelFile {
+        fingerprint: Fingerprint::here("threads"),
+        models: vec![line("steep", 1.0, 0.01)],
+    };
+    let good = serde_json::to_value(&file).unwrap();
+    assert!(ModelFile::from_json(&good.to_string()).is_ok());
+    let damaged = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        edit(&mut v["models"][0]);
+        ModelFile::from_json(&v.to_string()).unwrap_err()
+    };
+    let e = damaged(&|m| m["kept"][0] = 99.into());
+    assert!(e.contains("steep") && e.contains("does not exist"), "{e}");
+    let e = damaged(&|m| m["coefficients"] = serde_json::json!([]));
+    assert!(e.contains("one coefficient"), "{e}");
+    let e = damaged(&|m| {
+        m["spec"]["terms"][0]["factors"] = serde_json::json!([{"var": 7, "power": 1, "log": false}])
+    });
+    assert!(e.contains("variable"), "{e}");
+}

@@ -45,6 +45,8 @@
 //! a message that cannot be sent or read fails the graph with [`GraphError::Network`].
 
 mod message;
+#[cfg(feature = "fuzzing")]
+pub(crate) use message::fuzz;
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
