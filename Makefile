@@ -145,6 +145,24 @@ test-fuzz: fuzz-setup
 fuzz: fuzz-setup
 	python3 fuzz/run.py --seconds $(FUZZ_SECONDS) $(TARGETS)
 
+# Soak, not part of `make test` (which runs 15 s of each mode): a producer at full speed
+# against a slow consumer for ten minutes, locally and across address spaces, with memory
+# sampled every second (bench/soak.py; bench-results/reliability.json and soak-*.png).
+.PHONY: soak
+SOAK_SECONDS ?= 600
+soak: python
+	$(PY) bench/soak.py --seconds $(SOAK_SECONDS)
+
+# Supply chain, not part of `make test`: the Rust dependency graph's licences, banned
+# crates and sources (deny.toml; duplicate versions are warnings), and the Python and Java
+# dependencies' licences listed for review.
+.PHONY: audit
+audit: python
+	@command -v cargo-deny >/dev/null 2>&1 || cargo install cargo-deny --locked
+	@echo "advisories: not checked (the RustSec advisory database cannot be fetched here)"
+	cargo deny check licenses bans sources
+	$(PY) audit/licenses.py
+
 # What a change costs the in-process throughput benchmark: the build of BASE (a commit, in
 # its own target directory) and the work tree's, run alternately (bench/ab_bench.py).
 .PHONY: bench-overhead
