@@ -504,22 +504,23 @@ impl Space {
     /// :class:`Dashboard` closes, titled with the application's name; each space is asked
     /// for at most ``timeout`` seconds per refresh.
     /// ``executors`` maps names to :class:`stampede.cnc.Executor`\ s this space runs: their
-    /// counters join the space's metrics, and the page shows their timelines.
+    /// counters join the space's metrics (``Executor.report_to``), and the page shows their
+    /// timelines.
     #[pyo3(signature = (listen = "127.0.0.1:0", title = None, executors = None, timeout = 2.0))]
     fn dashboard(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         listen: &str,
         title: Option<&str>,
-        executors: Option<
-            std::collections::HashMap<String, PyRef<'_, crate::cnc::graph::PyExecutor>>,
-        >,
+        executors: Option<std::collections::HashMap<String, Bound<'_, PyAny>>>,
         timeout: f64,
     ) -> PyResult<crate::dashboard::Dashboard> {
-        let s = self.get(py)?;
+        let py = slf.py();
+        let s = slf.get().get(py)?;
         let timeout = crate::stm::duration(py, "timeout", timeout)?;
         for (name, ex) in executors.unwrap_or_default() {
-            s.metrics().add(ex.exec().metrics_source(&name));
+            // The executor adds itself: the coordination face depends on this one, not the
+            // other way round.
+            ex.call_method1("report_to", (slf, name.as_str()))?;
         }
         crate::dashboard::Dashboard::new(s.dashboard(listen, title, timeout))
     }

@@ -135,6 +135,16 @@ impl PyExecutor {
         events.into_iter().map(PyTraceEvent::from).collect()
     }
 
+    /// Adds this executor's counters to ``space``'s metrics under ``name``: its
+    /// ``/metrics``, ``stampede top`` and dashboards show them from now on.
+    fn report_to(&self, py: Python<'_>, space: PyRef<'_, Space>, name: &str) -> PyResult<()> {
+        space
+            .get(py)?
+            .metrics()
+            .add(self.exec().metrics_source(name));
+        Ok(())
+    }
+
     /// Every worker's counters and queue depth, and the global queues' depths, now.
     fn stats(&self, py: Python<'_>) -> PyResult<PyExecutorStats> {
         let s = self.exec().stats();
