@@ -26,6 +26,16 @@ browser:
 		{ apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; } || \
 		echo "chromium could not be installed: the dashboard's browser test will be skipped"
 
+# The fault harness's relay (bench/chaos_net.py): Toxiproxy, built from the Go module proxy.
+TOXIPROXY := target/tools/toxiproxy-server
+.PHONY: toxiproxy
+toxiproxy: $(TOXIPROXY)
+$(TOXIPROXY):
+	@command -v go >/dev/null || { echo "go not found: the fault harness builds Toxiproxy with it"; exit 1; }
+	@mkdir -p target/tools
+	GOBIN=$(abspath target/tools) go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0
+	mv target/tools/server $@
+
 $(PY_STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -67,7 +77,7 @@ test-loom:
 		$(CARGO) clippy -p stampede-core --release --tests -- -D warnings
 
 # The conference test runs the mixer binary with the C, Python and Java participants.
-test-python: python lint-python c conference java browser
+test-python: python lint-python c conference java browser $(TOXIPROXY)
 	$(PY) -m pytest -q
 
 lint-python: python
@@ -144,6 +154,17 @@ test-fuzz: fuzz-setup
 	python3 fuzz/run.py --seconds 60
 fuzz: fuzz-setup
 	python3 fuzz/run.py --seconds $(FUZZ_SECONDS) $(TARGETS)
+
+# The fault harness, not part of `make test` (which runs 40 s of it): the channel, queue and
+# register of an application across two emulated hosts joined by a Toxiproxy relay, under
+# seeded faults (latency, bandwidth, stalls, resets, half-open links, partitions, tc tbf,
+# SIGKILL, SIGSTOP past the lease), then a checker of every acknowledged item
+# (bench/chaos.py; docs/reliability.md). SEED=N replays a run.
+.PHONY: chaos
+CHAOS_SECONDS ?= 600
+SEED ?= 1
+chaos: python $(TOXIPROXY)
+	$(PY) bench/chaos.py --seconds $(CHAOS_SECONDS) --seed $(SEED)
 
 # Soak, not part of `make test` (which runs 15 s of each mode): a producer at full speed
 # against a slow consumer for ten minutes, locally and across address spaces, with memory

@@ -12,6 +12,7 @@ in ``fuzz/artifacts/TARGET``, to be turned into a regression test.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -75,6 +76,26 @@ def run(target: str, seconds: int, jobs: int) -> Run:
     return Run(target, round(elapsed, 1), execs, crashed)
 
 
+def keep(runs: list[Run]) -> dict[str, Total]:
+    """Adds the runs to the record under a lock, so that runs side by side all count."""
+    RECORD.parent.mkdir(exist_ok=True)
+    with open(RECORD.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record: dict[str, Total] = {}
+        if RECORD.exists():
+            kept = json.loads(RECORD.read_text()).get("targets", {})
+            record = {name: Total(**t) for name, t in kept.items()}
+        for r in runs:
+            total = record.setdefault(r.target, Total())
+            total.seconds += r.seconds
+            total.executions += r.executions
+            total.crashes += int(r.crashed)
+            total.runs += 1
+        RECORD.write_text(json.dumps({"targets": {k: asdict(v) for k, v in record.items()}},
+                                     indent=1) + "\n")
+    return record
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("targets", nargs="*")
@@ -85,27 +106,17 @@ def main() -> int:
     unknown = set(chosen) - set(targets())
     if unknown:
         p.error(f"no such target: {', '.join(sorted(unknown))} (have {', '.join(targets())})")
-    record: dict[str, Total] = {}
-    if RECORD.exists():
-        kept = json.loads(RECORD.read_text()).get("targets", {})
-        record = {name: Total(**t) for name, t in kept.items()}
     failed = []
+    record: dict[str, Total] = {}
     print(f"{'target':10} {'seconds':>8} {'executions':>12} {'exec/s':>8}  outcome", flush=True)
     for t in chosen:
         r = run(t, a.seconds, a.jobs)
         outcome = "CRASH (fuzz/artifacts)" if r.crashed else "no crash"
         speed = r.executions / max(r.seconds, 1.0)
         print(f"{t:10} {r.seconds:8.0f} {r.executions:12,} {speed:8,.0f}  {outcome}", flush=True)
-        total = record.setdefault(t, Total())
-        total.seconds += r.seconds
-        total.executions += r.executions
-        total.crashes += int(r.crashed)
-        total.runs += 1
+        record = keep([r])
         if r.crashed:
             failed.append(t)
-    RECORD.parent.mkdir(exist_ok=True)
-    RECORD.write_text(json.dumps({"targets": {k: asdict(v) for k, v in record.items()}},
-                                 indent=1) + "\n")
     hours = sum(t.seconds for t in record.values()) / 3600
     print(f"on record: {hours:.2f} fuzzing hours over {len(record)} targets ({RECORD})")
     if failed:

@@ -1,0 +1,550 @@
+"""The fault harness (``make chaos``; a short run in ``make test``).
+
+``python bench/chaos.py [--seconds S] [--seed N] [--keep DIR]`` runs an application across
+two emulated hosts (``bench/chaos_net.py``): the hub (router, owner of a channel, a queue and
+a register, with an auditor) on host ``a``; producers and consumers of each container on
+host ``b``, reaching the hub only through a Toxiproxy relay. For S seconds it injects faults
+on a schedule drawn from the seed, so that a failing run replays with the same ``--seed``:
+
+- on the relay: latency (1 ms and 20 ms with jitter), a bandwidth limit, stalls (the relay
+  stopped: nothing moves, nothing closes), resets, half-open connections (bytes from the hub
+  vanish without a close);
+- on the links: a partition that heals, a ``tc tbf`` rate limit;
+- on the processes: SIGKILL (restarted as a new incarnation), SIGSTOP for less than the lease,
+  and for more than the lease (the space must come back fenced).
+
+Then it lifts every fault, checks that work resumed, stops the clients (timing each
+shutdown), has the hub drain what is left, and checks the logs (``bench/chaos_roles.py``):
+
+- no acknowledged put lost: every acknowledged channel item reached the owner's auditor, every
+  acknowledged job was consumed or is still queued, the register holds the last acknowledged
+  write or a later one;
+- nothing delivered twice: each item once per channel connection, each job consumed once;
+  register reads never go back on one connection;
+- fencing: once the hub saw a space leave, nothing that space put afterwards was stored;
+- garbage collection resumed (the channel emptied) and nothing leaked (no other space, open
+  item, held job or hold left at the owner);
+- every blocked call returned within its bound (call timeout + operation timeout + lease,
+  plus 2 s), not counting time its own process was stopped; the longest is reported with the
+  fault that was active.
+
+It writes the ``chaos`` part of ``bench-results/reliability.json`` and prints the report table
+(with the soak and fuzzing records already there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from chaos_net import Hosts, Relay, relay_binary
+from chaos_roles import CALL_TIMEOUT, GENERATION, LEASE, OP_TIMEOUT
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = ROOT / "bench-results"
+CLIENTS = ["ch-producer", "ch-consumer", "q-producer", "q-consumer-1", "q-consumer-2",
+           "reg-writer", "reg-reader"]
+WRITERS = ["ch-producer", "q-producer", "reg-writer"]
+BOUND = CALL_TIMEOUT + OP_TIMEOUT + LEASE + 2.0
+SHUTDOWN_BOUND = 10.0
+RELAY_FAULTS = ["latency-1ms", "latency-20ms", "bandwidth", "stall", "reset", "half-open"]
+LINK_FAULTS = ["partition", "rate-limit"]
+PROCESS_FAULTS = ["kill", "stop", "stop-past-lease"]
+
+
+@dataclass
+class Fault:
+    kind: str
+    start: float
+    end: float
+    target: str = ""
+
+
+@dataclass
+class Report:
+    """One run's figures and verdict."""
+
+    seed: int
+    seconds: float
+    namespaces: bool
+    faults: dict[str, int] = field(default_factory=dict)
+    operations: dict[str, int] = field(default_factory=dict)
+    lost: int = 0
+    duplicated: int = 0
+    fenced_spaces: int = 0
+    fence_violations: int = 0
+    in_doubt: int = 0
+    longest_call: float = 0.0
+    longest_call_what: str = ""
+    shutdown_max: float = 0.0
+    generations: int = 0
+    violations: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+class Client:
+    """One client role and its incarnations (processes)."""
+
+    def __init__(self, name: str, logdir: Path, prefix: list[str], args: list[str]) -> None:
+        self.name = name
+        self.role = name.rsplit("-", 1)[0] if name[-1].isdigit() else name
+        self.logdir, self.prefix, self.args = logdir, prefix, args
+        self.incarnation = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pids: list[int] = []
+        self.start()
+
+    @property
+    def log(self) -> Path:
+        return self.logdir / f"{self.name}.log"
+
+    def start(self) -> None:
+        self.incarnation += 1
+        with open(self.logdir / f"{self.name}.err", "ab") as err:
+            self.proc = subprocess.Popen(
+                self.prefix + [self.role] + self.args
+                + ["--log", str(self.log), "--incarnation", str(self.incarnation)],
+                stdout=subprocess.DEVNULL, stderr=err)
+        self.pids.append(self.proc.pid)
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, sig)
+
+
+def schedule(seed: int, seconds: float, kinds: list[str]) -> list[tuple[str, float, float]]:
+    """(kind, duration, gap after) for ``seconds``: every kind once in a seeded order, then
+    seeded choices."""
+    rng = random.Random(seed)
+    first = kinds[:]
+    rng.shuffle(first)
+    out: list[tuple[str, float, float]] = []
+    t = 0.0
+    while t < seconds:
+        if not kinds:
+            return [("none", seconds, 0.0)]
+        kind = first.pop() if first else rng.choice(kinds)
+        duration = {"stop": rng.uniform(0.2, 0.5 * LEASE),
+                    "stop-past-lease": rng.uniform(2.5 * LEASE, 4 * LEASE),
+                    "kill": 0.0, "reset": rng.uniform(0.2, 0.6),
+                    "half-open": rng.uniform(1.5 * LEASE, 3 * LEASE)}.get(kind, rng.uniform(1, 3))
+        gap = rng.uniform(0.5, 2.0)
+        out.append((kind, duration, gap))
+        t += duration + gap
+    return out
+
+
+class Chaos:
+    """The hosts, the relay, the hub and the clients of one run."""
+
+    def __init__(self, seconds: float, seed: int, logdir: Path,
+                 only: list[str] | None = None) -> None:
+        self.seconds, self.seed, self.logdir = seconds, seed, logdir
+        self.rng = random.Random(seed ^ 0x5EED)
+        self.faults: list[Fault] = []
+        self.hosts = Hosts()
+        binary = relay_binary()
+        if binary is None:
+            self.hosts.close()
+            raise RuntimeError("Toxiproxy is not installed: run `make toxiproxy`")
+        host, port = self.hosts.router
+        self.relay = Relay(binary, self.hosts.relay, f"{host}:{port}", seed)
+        self.app = f"chaos{os.getpid()}"
+        py = [sys.executable, str(HERE / "chaos_roles.py")]
+        with open(logdir / "hub.err", "ab") as err:
+            self.hub = subprocess.Popen(
+                self.hosts.wrap("a") + py + ["hub", "--app", self.app, "--endpoint",
+                                             f"tcp/{host}:{port}", "--log",
+                                             str(logdir / "hub.log")],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, stderr=err)
+        assert self.hub.stdout is not None
+        if not self.hub.stdout.readline().startswith("READY"):
+            raise RuntimeError(f"the hub did not start: {(logdir / 'hub.err').read_text()[-2000:]}")
+        args = ["--app", self.app, "--endpoint", f"tcp/{self.hosts.relay}"]
+        self.clients = {n: Client(n, logdir, self.hosts.wrap("b") + py, args) for n in CLIENTS}
+        self.kinds = RELAY_FAULTS + PROCESS_FAULTS + (LINK_FAULTS if self.hosts.namespaces else [])
+        if only is not None:
+            self.kinds = [k for k in self.kinds if k in only]
+        self.stopped: list[tuple[int, float, float]] = []  # (pid, from, to)
+
+    # --- faults ---------------------------------------------------------------------
+
+    def inject(self, kind: str, duration: float) -> None:
+        start = time.monotonic()
+        target = ""
+        r = self.relay
+        if kind.startswith("latency"):
+            ms = 1 if kind == "latency-1ms" else 20
+            for stream in ("upstream", "downstream"):
+                r.add(f"{kind}-{stream}", "latency", stream, latency=ms, jitter=max(1, ms // 4))
+            time.sleep(duration)
+            for stream in ("upstream", "downstream"):
+                r.remove(f"{kind}-{stream}")
+        elif kind == "bandwidth":
+            for stream in ("upstream", "downstream"):
+                r.add(f"bw-{stream}", "bandwidth", stream, rate=64)
+            time.sleep(duration)
+            for stream in ("upstream", "downstream"):
+                r.remove(f"bw-{stream}")
+        elif kind == "stall":
+            r.pause(True)
+            time.sleep(duration)
+            r.pause(False)
+        elif kind == "reset":
+            r.add("reset", "reset_peer", "upstream", timeout=0)
+            time.sleep(duration)
+            r.remove("reset")
+        elif kind == "half-open":
+            r.add("half-open", "timeout", "downstream", timeout=0)
+            time.sleep(duration)
+            r.remove("half-open")
+        elif kind == "partition":
+            self.hosts.partition(True)
+            time.sleep(duration)
+            self.hosts.partition(False)
+        elif kind == "rate-limit":
+            self.hosts.rate_limit(1024)
+            time.sleep(duration)
+            self.hosts.rate_limit(None)
+        elif kind == "none":
+            time.sleep(duration)
+            return
+        elif kind == "kill":
+            c = self.clients[self.rng.choice(CLIENTS)]
+            target = c.name
+            c.signal(signal.SIGKILL)
+            assert c.proc is not None
+            c.proc.wait()
+            time.sleep(self.rng.uniform(0.1, 0.8))
+            c.start()
+        elif kind.startswith("stop"):
+            # A writer stopped past its lease shows fencing: its late puts must be refused.
+            c = self.clients[self.rng.choice(WRITERS if kind == "stop-past-lease" else CLIENTS)]
+            assert c.proc is not None
+            target, pid = c.name, c.proc.pid
+            c.signal(signal.SIGSTOP)
+            time.sleep(duration)
+            c.signal(signal.SIGCONT)
+            self.stopped.append((pid, start, time.monotonic()))
+        fault = Fault(kind, start, time.monotonic(), target)
+        self.faults.append(fault)
+        with open(self.logdir / "faults.log", "a") as f:
+            f.write(f"{fault.kind} {fault.start:.3f} {fault.end:.3f} {fault.target}\n")
+
+    def run(self) -> Report:
+        plan = schedule(self.seed, self.seconds, self.kinds)
+        time.sleep(2.0)  # every client joined and working before the first fault
+        began = time.monotonic()
+        for kind, duration, gap in plan:
+            self.inject(kind, duration)
+            time.sleep(gap)
+        # Faults lifted: work must resume on every container.
+        before = self.progress()
+        time.sleep(3 * LEASE + 2)
+        after = self.progress()
+        stalled = [k for k in before if after[k] <= before[k]]
+        shutdowns = self.stop_clients()
+        assert self.hub.stdin is not None and self.hub.stdout is not None
+        self.hub.stdin.write("FINAL\n")
+        self.hub.stdin.flush()
+        final: dict[str, object] = {}
+        for line in self.hub.stdout:
+            if line.startswith("FINAL "):
+                final = json.loads(line[6:])
+                break
+        self.hub.stdin.close()
+        try:
+            self.hub.wait(timeout=SHUTDOWN_BOUND)
+        except subprocess.TimeoutExpired:
+            self.hub.kill()
+        report = check(self, final, time.monotonic() - began)
+        report.shutdown_max = max(shutdowns.values(), default=0.0)
+        for name, took in shutdowns.items():
+            if took > SHUTDOWN_BOUND:
+                report.violations.append(f"{name} took {took:.1f} s to shut down")
+        for k in stalled:
+            report.violations.append(f"{k}: no progress after the faults were lifted")
+        if not self.hosts.namespaces:
+            report.note = f"loopback only, no link faults ({self.hosts.why_not})"
+        return report
+
+    def progress(self) -> dict[str, int]:
+        """Acknowledged puts and gets so far, per container."""
+        count = Counter[str]()
+        for c in self.clients.values():
+            for line in read(c.log):
+                if line.startswith(("ACK ", "GOT ")):
+                    count[f"{c.role} {line[:3]}"] += 1
+        return {k: v for k, v in count.items()}
+
+    def stop_clients(self) -> dict[str, float]:
+        took = {}
+        for c in self.clients.values():
+            c.signal(signal.SIGTERM)
+        start = time.monotonic()
+        for c in self.clients.values():
+            assert c.proc is not None
+            try:
+                c.proc.wait(timeout=max(0.1, SHUTDOWN_BOUND + 5 - (time.monotonic() - start)))
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+                c.proc.wait()
+            took[c.name] = time.monotonic() - start
+        return took
+
+    def close(self) -> None:
+        for c in self.clients.values():
+            if c.proc is not None and c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
+        if self.hub.poll() is None:
+            self.hub.kill()
+            self.hub.wait()
+        self.relay.close()
+        self.hosts.close()
+
+
+def read(path: Path) -> list[str]:
+    try:
+        return path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
+    """The checker: the logs and the hub's final state against the guarantees."""
+    r = Report(run.seed, round(seconds, 1), run.hosts.namespaces)
+    r.faults = dict(Counter(f.kind for f in run.faults))
+    bad = r.violations
+    if not final:
+        bad.append("the hub gave no final report")
+        return r
+    logs = {name: read(c.log) for name, c in run.clients.items()}
+    hub = read(run.logdir / "hub.log")
+    for name, lines in [("hub", hub)] + list(logs.items()):
+        for line in lines:
+            if line.startswith("CORRUPT"):
+                bad.append(f"{name}: {line}")
+
+    def acks(name: str) -> list[int]:
+        return [int(x.split()[1]) for x in logs[name] if x.startswith("ACK ")]
+
+    def sends(name: str) -> dict[int, float]:
+        return {int(p[1]): float(p[2]) for p in (x.split() for x in logs[name])
+                if p[0] == "S"}
+
+    # Fencing: when the hub saw a space leave, and which generation that space was.
+    left_at: dict[str, float] = {}
+    for line in hub:
+        p = line.split()
+        if p[0] == "LEFT":
+            left_at.setdefault(p[1], float(p[2]))
+    gen_space: dict[str, dict[int, str]] = defaultdict(dict)  # client -> base -> space
+    for name, lines in logs.items():
+        for line in lines:
+            p = line.split()
+            if p[0] == "JOIN":
+                gen_space[name][int(p[3])] = p[2]
+    r.generations = sum(len(v) for v in gen_space.values())
+
+    def fenced_puts(name: str, stored: set[int]) -> None:
+        sent = sends(name)
+        for base, space in gen_space[name].items():
+            t_left = left_at.get(space)
+            if t_left is None:
+                continue
+            late = [ts for ts, t in sent.items() if base <= ts < base + GENERATION and t > t_left]
+            if late:
+                r.fenced_spaces += 1
+            for ts in late:
+                if ts in stored:
+                    r.fence_violations += 1
+                    bad.append(f"{name}: put {ts} sent after its space {space[:8]} was "
+                               f"seen leaving was stored")
+
+    # Channel: every acknowledged item reached the auditor; once per connection.
+    audited = [int(x.split()[1]) for x in hub if x.startswith("A ")]
+    stored = set(audited)
+    acked = acks("ch-producer")
+    lost = [ts for ts in acked if ts not in stored]
+    r.lost += len(lost)
+    if lost:
+        bad.append(f"channel: {len(lost)} acknowledged items lost, first {lost[:5]}")
+    dup = len(audited) - len(stored)
+    got: Counter[tuple[str, str]] = Counter()
+    for line in logs["ch-consumer"]:
+        p = line.split()
+        if p[0] == "GOT":
+            got[(p[1], p[2])] += 1
+    dup += sum(n - 1 for n in got.values() if n > 1)
+    if dup:
+        bad.append(f"channel: {dup} items delivered twice on one connection")
+    r.duplicated += dup
+    fenced_puts("ch-producer", stored)
+    r.operations["channel acknowledged puts"] = len(acked)
+    r.operations["channel items audited"] = len(audited)
+    r.operations["channel gets"] = sum(got.values())
+
+    # Queue: every acknowledged job consumed once (the owner's record) or still queued.
+    done: Counter[int] = Counter()
+    for name in ("q-consumer-1", "q-consumer-2"):
+        for line in logs[name]:
+            p = line.split()
+            if p[0] == "DONE":
+                done[int(p[1])] += 1
+    drained = [int(x) for x in final["drained"]]  # type: ignore[attr-defined]
+    reclaimed = Counter(int(x.split()[1]) for x in hub if x.startswith("Q "))
+    owner = reclaimed + Counter(drained)
+    qacked = acks("q-producer")
+    qlost = [ts for ts in qacked if owner[ts] == 0]
+    r.lost += len(qlost)
+    if qlost:
+        bad.append(f"queue: {len(qlost)} acknowledged jobs lost, first {qlost[:5]}")
+    twice = [ts for ts, n in (done + owner).items() if done[ts] > 1 or owner[ts] > 1]
+    r.duplicated += len(twice)
+    if twice:
+        bad.append(f"queue: {len(twice)} jobs consumed twice, first {twice[:5]}")
+    # A consume the owner applied but whose reply its consumer never saw (killed or cut off).
+    r.in_doubt += sum(1 for ts in reclaimed if done[ts] == 0)
+    fenced_puts("q-producer", set(owner))
+    r.operations["queue acknowledged puts"] = len(qacked)
+    r.operations["queue jobs consumed"] = sum(reclaimed.values())
+    r.operations["queue jobs left and drained"] = len(drained)
+
+    # Register: the last acknowledged write or a later one; reads never go back.
+    wacked = acks("reg-writer")
+    last = final["register"]
+    if wacked and (not isinstance(last, int) or last < wacked[-1]):
+        r.lost += 1
+        bad.append(f"register: holds {last}, the last acknowledged write was {wacked[-1]}")
+    reads: dict[str, int] = {}
+    back = 0
+    for line in logs["reg-reader"]:
+        p = line.split()
+        if p[0] == "GOT":
+            v = int(p[2])
+            if v < reads.get(p[1], -1):
+                back += 1
+            reads[p[1]] = max(v, reads.get(p[1], -1))
+    if back:
+        r.duplicated += back
+        bad.append(f"register: {back} reads went back on one connection")
+    fenced_puts("reg-writer", set())
+    r.operations["register acknowledged writes"] = len(wacked)
+    r.operations["register reads"] = sum(1 for x in logs["reg-reader"] if x.startswith("GOT"))
+
+    # Garbage collection resumed; nothing leaked at the owner.
+    frames, jobs = final["frames"], final["jobs"]
+    assert isinstance(frames, dict) and isinstance(jobs, dict)
+    spaces = final["spaces"]
+    assert isinstance(spaces, list)
+    if len(spaces) != 1:
+        bad.append(f"{len(spaces) - 1} client spaces still known to the hub")
+    if frames["items"] != 0:
+        bad.append(f"channel: {frames['items']} items never reclaimed")
+    if frames["open"] != 0 or frames["connections"] != 1:
+        bad.append(f"channel: {frames['connections']} connections, {frames['open']} open items left")
+    if jobs["held"] != 0 or jobs["waiting"] != 0:
+        bad.append(f"queue: {jobs['held']} held, {jobs['waiting']} waiting after the drain")
+    if final["holds"]:
+        bad.append(f"holds left at the owner: {final['holds']}")
+
+    # Every blocked call returned within its bound, not counting its process's stops.
+    for name, c in run.clients.items():
+        for line in logs[name]:
+            p = line.split()
+            if p[0] != "SLOW":
+                continue
+            start, took = float(p[2]), float(p[3])
+            own = sum(max(0.0, min(b, start + took) - max(a, start))
+                      for pid, a, b in run.stopped if pid in c.pids)
+            effective = took - own
+            # A get that waited out its own timeout is not a stall.
+            if effective > r.longest_call and p[4] != "Timeout":
+                during = [f.kind for f in run.faults if f.start <= start + took and f.end >= start]
+                r.longest_call = round(effective, 2)
+                r.longest_call_what = (f"{name} {p[1]} ({p[4]}) during "
+                                       f"{', '.join(during) or 'no fault'}")
+            if effective > BOUND:
+                bad.append(f"{name}: {p[1]} blocked {effective:.1f} s (bound {BOUND:.0f} s)")
+    return r
+
+
+def save(report: Report) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "reliability.json"
+    data = json.loads(out.read_text()) if out.exists() else {}
+    data["chaos"] = asdict(report)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def table(report: Report) -> str:
+    """The reliability report: this run, and the soak and fuzzing on record."""
+    rows = [("scenario", f"channel, queue, register; seed {report.seed}, {report.seconds:.0f} s"
+             + ("" if report.namespaces else " (loopback)"))]
+    rows.append(("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(report.faults.items()))))
+    rows += [(k, f"{v:,}") for k, v in report.operations.items()]
+    rows += [("items lost", str(report.lost)), ("items duplicated", str(report.duplicated)),
+             ("consumes applied, reply cut off", str(report.in_doubt)),
+             ("spaces fenced / late puts stored", f"{report.fenced_spaces} / {report.fence_violations}"),
+             ("longest stall", f"{report.longest_call:.2f} s: {report.longest_call_what}"),
+             ("longest shutdown", f"{report.shutdown_max:.2f} s (bound {SHUTDOWN_BOUND:.0f} s)"),
+             ("client generations", str(report.generations))]
+    data = json.loads((RESULTS / "reliability.json").read_text()) \
+        if (RESULTS / "reliability.json").exists() else {}
+    for s in data.get("soak", {}).values():
+        peaks = ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in s["peak_bytes"].items())
+        rows.append((f"soak {s['mode']}", f"{s['seconds']:.0f} s: peak {peaks} (bound: baseline "
+                     f"+ {s['bound_bytes'] / 2**20:.0f} MiB), {len(s['failures'])} failures"))
+    fuzz = RESULTS / "fuzz.json"
+    if fuzz.exists():
+        for name, t in sorted(json.loads(fuzz.read_text())["targets"].items()):
+            rows.append((f"fuzz {name}", f"{t['seconds'] / 3600:.2f} h, {t['executions']:,} "
+                         f"executions, {t['crashes']} crashes"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=600.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep", help="keep the logs in this directory")
+    p.add_argument("--faults", help="only these kinds of fault, comma-separated ('' for none)")
+    a = p.parse_args()
+    logdir = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="stampede-chaos-"))
+    logdir.mkdir(parents=True, exist_ok=True)
+    only = None if a.faults is None else [k for k in a.faults.split(",") if k]
+    chaos = Chaos(a.seconds, a.seed, logdir, only)
+    try:
+        report = chaos.run()
+    finally:
+        chaos.close()
+    save(report)
+    print(table(report))
+    if report.note:
+        print(f"note: {report.note}")
+    if report.violations:
+        print(f"FAILED (logs in {logdir}, replay with --seed {a.seed}):", file=sys.stderr)
+        for v in report.violations:
+            print(f"  {v}", file=sys.stderr)
+        return 1
+    if not a.keep:
+        shutil.rmtree(logdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
