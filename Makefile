@@ -57,7 +57,7 @@ demo-distributed: python
 
 test: setup lint test-rust test-loom test-python test-c test-java
 
-test-rust:
+test-rust: $(TOXIPROXY)
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 	# Local-only users leave distribution (and Zenoh) out of the facade and of the
@@ -165,6 +165,14 @@ CHAOS_SECONDS ?= 600
 SEED ?= 1
 chaos: python $(TOXIPROXY)
 	$(PY) bench/chaos.py --seconds $(CHAOS_SECONDS) --seed $(SEED)
+
+# Churn, not part of `make test` (which runs 20 cycles): 1,000 address spaces join a running
+# application and leave, half cleanly and half by SIGKILL; its name server, watermark and
+# memory must return to their baseline (bench/churn.py; bench-results/reliability.json).
+.PHONY: churn
+CHURN_CYCLES ?= 1000
+churn: python
+	$(PY) bench/churn.py --cycles $(CHURN_CYCLES)
 
 # Soak, not part of `make test` (which runs 15 s of each mode): a producer at full speed
 # against a slow consumer for ten minutes, locally and across address spaces, with memory

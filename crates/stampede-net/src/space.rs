@@ -1035,6 +1035,9 @@ impl Space {
                         recv(hurried) -> r => r.map(Some),
                         default(Duration::from_secs(1)) => {
                             let Some(sh) = weak.upgrade() else { return };
+                            if sh.session.is_closed() {
+                                return; // left, while handles remain
+                            }
                             sh.publish_marks();
                             continue;
                         }
@@ -1525,7 +1528,7 @@ impl Space {
     /// thread while the process exits, after Zenoh's statics are gone.
     pub fn leave(self) {
         self.sh.release();
-        let _ = self.sh.session.close().wait();
+        self.sh.close_session();
     }
 }
 
@@ -1633,7 +1636,18 @@ impl Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         self.release();
-        let _ = self.session.close().wait();
+        self.close_session();
+    }
+}
+
+/// How long closing the session waits for Zenoh's own tasks. Its default, 10 s, is what a
+/// reconnection caught in a handshake with a stopped peer held `leave` for; what is still
+/// running then is abandoned, and the peers notice within their lease.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Shared {
+    fn close_session(&self) {
+        let _ = self.session.close().timeout(CLOSE_TIMEOUT).wait();
     }
 }
 
