@@ -43,6 +43,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -55,10 +56,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = ROOT / "bench-results"
 CLIENTS = ["ch-producer", "ch-consumer", "q-producer", "q-consumer-1", "q-consumer-2",
-           "reg-writer", "reg-reader"]
-WRITERS = ["ch-producer", "q-producer", "reg-writer"]
+           "reg-writer", "reg-reader", "mutex-user-1", "mutex-user-2"]
+WRITERS = ["ch-producer", "q-producer", "reg-writer", "mutex-user-1", "mutex-user-2"]
 BOUND = CALL_TIMEOUT + OP_TIMEOUT + LEASE + 2.0
 SHUTDOWN_BOUND = 10.0
+# The hub logs membership by polling: a departure may reach others first by this much.
+MEMBERSHIP_LAG = 0.5
 RELAY_FAULTS = ["latency-1ms", "latency-20ms", "bandwidth", "stall", "reset", "half-open"]
 LINK_FAULTS = ["partition", "rate-limit"]
 PROCESS_FAULTS = ["kill", "stop", "stop-past-lease"]
@@ -225,8 +228,10 @@ class Chaos:
             c = self.clients[self.rng.choice(CLIENTS)]
             target = c.name
             c.signal(signal.SIGKILL)
+            # Its sockets are closed before its exit completes; a namespaced process's exit
+            # can wait long on the kernel, so it is reaped in the background.
             assert c.proc is not None
-            c.proc.wait()
+            threading.Thread(target=c.proc.wait, daemon=True).start()
             time.sleep(self.rng.uniform(0.1, 0.8))
             c.start()
         elif kind.startswith("stop"):
@@ -445,6 +450,75 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
     r.operations["register acknowledged writes"] = len(wacked)
     r.operations["register reads"] = sum(1 for x in logs["reg-reader"] if x.startswith("GOT"))
 
+    # Cluster mutex: holds never overlap, except that a holder dropped while stopped or cut
+    # off loses the mutex to the next waiter, which is told its owner died; if the dropped
+    # holder comes back, its unlock is refused, so it learns too.
+    @dataclass
+    class Hold:
+        t_in: float
+        t_out: float
+        base: int
+        space: str
+        died: bool
+        refused: bool = False
+
+    holds: list[Hold] = []
+    for name in ("mutex-user-1", "mutex-user-2"):
+        user_spaces = gen_space[name]
+        opened: dict[int, Hold] = {}
+        ended: Hold | None = None  # the last hold closed, until another line
+        for line in logs[name]:
+            p = line.split()
+            if p[0] == "IN":
+                base = int(p[1])
+                opened[base] = Hold(float(p[2]), float("inf"), base, user_spaces.get(base, ""),
+                                    p[3] == "1")
+            elif p[0] == "OUT" and int(p[1]) in opened:
+                ended = opened.pop(int(p[1]))
+                ended.t_out = float(p[2])
+                holds.append(ended)
+                continue
+            elif p[0] == "LOST" and ended is not None:
+                ended.refused = True
+            if p[0] != "SLOW":
+                ended = None
+        # A hold cut off by a kill or a fence: open until its space was seen leaving.
+        for h in opened.values():
+            h.t_out = left_at.get(h.space, float("inf"))
+            holds.append(h)
+    holds.sort(key=lambda h: h.t_in)
+
+    def stale(h: Hold) -> bool:
+        """Taken on a grant its space got before it was dropped."""
+        return h.t_in >= left_at.get(h.space, float("inf")) - MEMBERSHIP_LAG
+
+    overlaps = 0
+    for i, h1 in enumerate(holds):
+        gone = left_at.get(h1.space, float("inf"))
+        told = False
+        for h2 in holds[i + 1:]:
+            if h2.t_in >= h1.t_out:
+                break
+            if h2.base == h1.base:
+                continue
+            if stale(h1) or stale(h2):
+                for h in (h1, h2):
+                    if stale(h) and not h.refused:
+                        bad.append(f"mutex: {h.base} held it after its space was dropped, "
+                                   f"and its unlock was not refused")
+                continue
+            if gone <= h2.t_in + MEMBERSHIP_LAG:
+                if not told and not h2.died:
+                    bad.append(f"mutex: {h2.base} took it from the dropped {h1.base} untold")
+                told = True
+                continue
+            overlaps += 1
+            bad.append(f"mutex: holds of {h1.base} and {h2.base} overlap at {h2.t_in:.3f}")
+    r.operations["mutex holds"] = len(holds)
+    r.operations["mutex holds after a holder died"] = sum(h.died for h in holds)
+    r.operations["mutex holds refused as stale"] = sum(h.refused for h in holds)
+    r.duplicated += overlaps
+
     # Garbage collection resumed; nothing leaked at the owner.
     frames, jobs = final["frames"], final["jobs"]
     assert isinstance(frames, dict) and isinstance(jobs, dict)
@@ -492,7 +566,8 @@ def save(report: Report) -> None:
 
 def table(report: Report) -> str:
     """The reliability report: this run, and the soak and fuzzing on record."""
-    rows = [("scenario", f"channel, queue, register; seed {report.seed}, {report.seconds:.0f} s"
+    rows = [("scenario", f"channel, queue, register, cluster mutex; seed {report.seed}, "
+             f"{report.seconds:.0f} s"
              + ("" if report.namespaces else " (loopback)"))]
     rows.append(("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(report.faults.items()))))
     rows += [(k, f"{v:,}") for k, v in report.operations.items()]

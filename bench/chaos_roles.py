@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import stampede as sp
+from stampede.cluster import Cluster
 from stampede.errors import Full, StampedeError, Timeout, Unavailable
 
 LEASE = 1.0
@@ -42,7 +43,7 @@ CAPACITY = 64
 INCARNATION = 1_000_000_000
 GENERATION = 1_000_000
 
-FRAMES, JOBS, MODE = "chaos/frames", "chaos/jobs", "chaos/mode"
+FRAMES, JOBS, MODE, MUTEX = "chaos/frames", "chaos/jobs", "chaos/mode", "chaos/mutex"
 # One time zone per container, so that one's tasks never hold another's garbage collection.
 FRAMES_ZONE, JOBS_ZONE, MODE_ZONE = 0, 1, 2
 _R = TypeVar("_R")
@@ -190,6 +191,27 @@ def reg_reader(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
         time.sleep(0.01)
 
 
+def mutex_user(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
+    """Takes the hub's cluster mutex in turn with another user: ``IN``/``OUT`` bracket each
+    hold (monotonic clock); ``IN``'s last word says whether the lock reported that the
+    previous holder's space died holding it."""
+    c = Cluster.start(space, timeout=CALL_TIMEOUT)
+    try:
+        m = c.mutex(MUTEX)
+        while not stop.is_set():
+            try:
+                died = timed(log, "lock", lambda: m.lock(timeout=CALL_TIMEOUT))
+            except Timeout:
+                continue
+            log("IN", base, f"{time.monotonic():.4f}", int(died))
+            time.sleep(0.005)
+            log("OUT", base, f"{time.monotonic():.4f}")
+            timed(log, "unlock", m.unlock)
+            time.sleep(0.002)
+    finally:
+        c.stop()
+
+
 CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "ch-producer": ch_producer,
     "ch-consumer": ch_consumer,
@@ -197,6 +219,7 @@ CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "q-consumer": q_consumer,
     "reg-writer": reg_writer,
     "reg-reader": reg_reader,
+    "mutex-user": mutex_user,
 }
 
 
@@ -238,6 +261,9 @@ def hub(a: argparse.Namespace) -> None:
     frames = space.channel(FRAMES, capacity=CAPACITY, zone=FRAMES_ZONE)
     jobs = space.queue(JOBS, capacity=4 * CAPACITY, zone=JOBS_ZONE)
     space.register(MODE, zone=MODE_ZONE)
+    # The cluster mutex is homed where it is first made: here, with the owner.
+    cluster = Cluster.start(space)
+    cluster.mutex(MUTEX)
     # The owner's own record of every job consumed (reclaimed once consumed).
     jobs.on_garbage(lambda ts, value: log("Q", ts))
     # The drain's task exists from the start, at infinity, so it never holds the watermark.
@@ -284,6 +310,7 @@ def hub(a: argparse.Namespace) -> None:
     done.set()
     for th in threads:
         th.join()
+    cluster.stop()
     space.leave()
 
 

@@ -218,3 +218,59 @@ def test_a_node_agent_attaches_a_python_space_that_runs_tasks_by_import_path(
                 assert agent.running() == 0 and new not in c.spaces()
             finally:
                 agent.stop()
+
+
+# A holder in another process: locks the mutex homed in the test's space, says so, then
+# unlocks when told (after it was stopped past its lease) and prints how that went.
+HOLDER = """
+import sys, time, stampede as sp
+from stampede import cluster
+space = sp.Space.join(sys.argv[1], connect=[sys.argv[2]], lease=1.0)
+c = cluster.Cluster.start(space, timeout=20.0)
+m = c.mutex("guard")
+m.lock(timeout=20.0)
+print("HELD", flush=True)
+sys.stdin.readline()
+time.sleep(3.0)  # back in touch with the home, which dropped this space meanwhile
+try:
+    m.unlock()
+    print("UNLOCKED", flush=True)
+except sp.StampedeError as e:
+    print("REFUSED", type(e).__name__, flush=True)
+"""
+
+
+def test_a_holder_stopped_past_its_lease_loses_the_mutex_and_learns_it() -> None:
+    import signal
+    import subprocess
+
+    ep = free_endpoint()
+    app = f"pyfence-{os.getpid()}"
+    space = sp.Space.join(app, mode="router", listen=[ep], lease=1.0)
+    c = cluster.Cluster.start(space, timeout=LONG)
+    m = c.mutex("guard")  # homed here
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, app, ep],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "HELD"
+        os.kill(holder.pid, signal.SIGSTOP)
+        # The home drops the silent space and hands the mutex on, telling the new holder.
+        assert m.lock(timeout=LONG) is True
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.stdin.write("unlock\n")
+        holder.stdin.flush()
+        # The stale holder's unlock is refused: it learns it lost the mutex, and the
+        # current hold is untouched.
+        assert holder.stdout.readline().split()[0] == "REFUSED"
+        assert holder.wait(timeout=LONG) == 0
+        m.unlock()
+        assert m.lock(timeout=LONG) is False
+        m.unlock()
+    finally:
+        if holder.poll() is None:
+            os.kill(holder.pid, signal.SIGCONT)
+            holder.kill()
+            holder.wait()
+        c.stop()
+        space.leave()

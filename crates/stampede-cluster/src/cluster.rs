@@ -148,6 +148,9 @@ pub struct ClusterStats {
     pub unclaimed: u64,
     pub attached: u64,
     pub detached: u64,
+    /// Unlocks refused at homes here: the sender no longer held the mutex (its space was
+    /// dropped, silent past its lease, and the mutex went to the next waiter).
+    pub stale_unlocks: u64,
     op_calls: [u64; 10],
     op_nanos: [u64; 10],
 }
@@ -163,6 +166,7 @@ impl ClusterStats {
             self.unclaimed,
             self.attached,
             self.detached,
+            self.stale_unlocks,
         ];
         v.extend(self.op_calls);
         v.extend(self.op_nanos);
@@ -170,8 +174,8 @@ impl ClusterStats {
     }
 
     fn from_counters(v: &[u64]) -> Result<ClusterStats, String> {
-        if v.len() != 7 + 2 * 10 {
-            return Err(format!("{} counters, not {}", v.len(), 7 + 2 * 10));
+        if v.len() != 8 + 2 * 10 {
+            return Err(format!("{} counters, not {}", v.len(), 8 + 2 * 10));
         }
         Ok(ClusterStats {
             spawned: v[0],
@@ -181,8 +185,9 @@ impl ClusterStats {
             unclaimed: v[4],
             attached: v[5],
             detached: v[6],
-            op_calls: v[7..17].try_into().expect("ten"),
-            op_nanos: v[17..27].try_into().expect("ten"),
+            stale_unlocks: v[7],
+            op_calls: v[8..18].try_into().expect("ten"),
+            op_nanos: v[18..28].try_into().expect("ten"),
         })
     }
 
@@ -207,6 +212,7 @@ impl Shared {
             unclaimed: c.unclaimed.load(Ordering::Relaxed),
             attached: c.attached.load(Ordering::Relaxed),
             detached: c.detached.load(Ordering::Relaxed),
+            stale_unlocks: c.stale_unlocks.load(Ordering::Relaxed),
             op_calls: std::array::from_fn(|i| c.op_calls[i].load(Ordering::Relaxed)),
             op_nanos: std::array::from_fn(|i| c.op_nanos[i].load(Ordering::Relaxed)),
         }

@@ -67,7 +67,16 @@ pub(crate) fn handle(sh: &Arc<Shared>, from: &str, item: Item) -> Result<Item, S
             none()
         }
         Msg::Unlock { object, seq } => {
-            let acts = lock(&sh.homes).unlock(&object, &waiter(seq));
+            let mut homes = lock(&sh.homes);
+            // A holder whose space was dropped (silent past its lease) lost the mutex to the
+            // next waiter; if it comes back, it learns so here, at its unlock.
+            if !homes.holds(&object, &waiter(seq)) {
+                drop(homes);
+                sh.counters.stale_unlocks.fetch_add(1, Ordering::Relaxed);
+                return Err(format!("{object} is not held by this task here"));
+            }
+            let acts = homes.unlock(&object, &waiter(seq));
+            drop(homes);
             sh.apply(&object, acts);
             none()
         }

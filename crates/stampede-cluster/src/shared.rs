@@ -365,6 +365,7 @@ pub(crate) struct Counters {
     /// Spaces attached and detached by this one.
     pub attached: AtomicU64,
     pub detached: AtomicU64,
+    pub stale_unlocks: AtomicU64,
     /// Segment copies brought up to date, and releases sent.
     pub fetches: AtomicU64,
     pub releases: AtomicU64,

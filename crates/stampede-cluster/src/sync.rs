@@ -238,14 +238,24 @@ fn release(sh: &Shared, object: &str, home: &str, seq: u64) -> Result<(), Cluste
         sh.apply(object, acts);
         Ok(())
     } else {
-        sh.send(
+        // A call, not a one-way message: a holder that was dropped while it was stopped or
+        // cut off (and whose mutex went to the next waiter) must learn it.
+        sh.call(
             home,
             &Msg::Unlock {
                 object: object.to_owned(),
                 seq,
             },
         )
-        .map_err(|e| lost(e, home))
+        .map(drop)
+        .map_err(|e| match e {
+            ClusterError::Invoke(stampede_net::InvokeError::Failed { .. }) => {
+                ClusterError::NotOwner {
+                    object: object.to_owned(),
+                }
+            }
+            e => lost(e, home),
+        })
     };
     released.and(unlocked)
 }

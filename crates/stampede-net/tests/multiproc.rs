@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::hosts::{Hosts, A, B};
 use common::{app, eventually, free_port, Proc};
 use stampede_core::{
     Channel, Container, ContainerOptions, DType, GetError, NdArray, PutErrorKind, PutOptions,
@@ -77,17 +78,21 @@ fn child_entry() {
             println!("READY");
             std::thread::sleep(Duration::from_secs(600));
         }
-        // Puts 0.. into "frames" with VT following, printing every stored put.
+        // Puts `N` items from `FROM` (or 0) into "frames" with VT following, printing every
+        // stored put and the round trip it took.
         "producer" => {
+            let from: i64 = std::env::var("FROM").map_or(0, |f| f.parse().unwrap());
             let n: i64 = env("N").parse().unwrap();
             let ch = space.lookup_channel("frames", T).unwrap();
-            let t = space.task(0).unwrap();
+            let t = space.task(from).unwrap();
             let out = t.attach_output(&ch).unwrap();
             println!("READY");
-            for ts in 0..n {
+            for ts in from..from + n {
+                let start = Instant::now();
                 out.put(ts, format!("frame {ts}")).unwrap();
                 // Stored once a flush covering it returned.
                 out.flush().unwrap();
+                println!("RTT {}", start.elapsed().as_micros());
                 println!("ACK {ts}");
                 t.set_virtual_time(ts + 1).unwrap();
             }
@@ -1051,137 +1056,94 @@ fn put_errors_and_bounded_waits_cross_processes() {
     ));
 }
 
-/// Two emulated hosts: network namespaces joined by a veth pair, with `tc netem` delay
-/// where the kernel has it. Removed on drop.
-struct Hosts {
-    names: [String; 2],
-    addrs: [&'static str; 2],
-}
-
-fn sh(args: &[&str]) -> Result<(), String> {
-    let out = std::process::Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-impl Hosts {
-    /// Sets up the hosts, or says why it cannot.
-    fn new(delay_ms: u32) -> Result<Hosts, String> {
-        let id = std::process::id() % 100_000;
-        let h = Hosts {
-            names: [format!("stpa{id}"), format!("stpb{id}")],
-            addrs: ["10.213.0.1", "10.213.0.2"],
-        };
-        let (a, b) = (&h.names[0], &h.names[1]);
-        sh(&["ip", "netns", "add", a])?;
-        sh(&["ip", "netns", "add", b])?;
-        let (va, vb) = (format!("va{id}"), format!("vb{id}"));
-        sh(&[
-            "ip", "link", "add", &va, "netns", a, "type", "veth", "peer", "name", &vb, "netns", b,
-        ])?;
-        for (ns, dev, addr) in [(a, &va, h.addrs[0]), (b, &vb, h.addrs[1])] {
-            sh(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                dev,
-            ])?;
-            sh(&["ip", "-n", ns, "link", "set", dev, "up"])?;
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
-            let delay = format!("{delay_ms}ms");
-            if let Err(e) = sh(&[
-                "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
-                "delay", &delay,
-            ]) {
-                eprintln!("no netem delay on {ns} (the kernel lacks sch_netem?): {e}");
-            }
-        }
-        Ok(h)
-    }
-
-    fn exec(&self, host: usize) -> [&str; 4] {
-        ["ip", "netns", "exec", &self.names[host]]
-    }
-
-    /// Cuts the link between the hosts.
-    fn partition(&self) {
-        let dev = format!("vb{}", std::process::id() % 100_000);
-        sh(&["ip", "-n", &self.names[1], "link", "set", &dev, "down"]).unwrap();
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = sh(&["ip", "netns", "del", n]);
-        }
-    }
-}
-
+/// Host `A` routes and owns "frames"; host `B`'s spaces are its clients through a relay
+/// that delays each direction (see `common::hosts`).
 #[test]
 fn emulated_hosts_with_delay_and_partition() {
-    let hosts = match Hosts::new(20) {
+    const LATENCY: Duration = Duration::from_millis(20);
+    const JITTER: Duration = Duration::from_millis(5);
+    let hosts = match Hosts::new(LATENCY, JITTER) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("skipped: network namespaces are not available here ({e})");
+            eprintln!("skipped: no emulated hosts here ({e})");
             return;
         }
     };
-    let ep = format!("tcp/{}:{}", hosts.addrs[0], 7447);
     let app = app("netns");
-    fn env(ep: &str, app: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-        let mut v = vec![("ROUTER", ep.to_owned()), ("APP", app.to_owned())];
-        v.extend(extra.iter().cloned());
-        v
-    }
-    // Host A routes and owns the channel; host B produces and consumes through it.
-    let mut hub = Proc::spawn_via(
-        &hosts.exec(0),
+    let mut hub = hosts.spawn(
+        A,
         "hub",
-        &env(&ep, &app, &[("MODE", "router".into())]),
+        &[
+            ("ROUTER", hosts.router()),
+            ("APP", app.clone()),
+            ("MODE", "router".into()),
+        ],
     );
     hub.expect("READY", T);
+    // Clients, so that all their traffic, even between two spaces on `B`, crosses the relay.
+    let on_b = |role: &str, extra: &[(&str, String)]| {
+        let mut env = vec![
+            ("ROUTER", hosts.relay()),
+            ("APP", app.clone()),
+            ("MODE", "client".into()),
+        ];
+        env.extend(extra.iter().cloned());
+        hosts.spawn(B, role, &env)
+    };
+    // `N` items from `from` cross in order, none lost; returns the producer's round trips.
+    let exchange = |from: i64, n: i64| -> Vec<Duration> {
+        let mut consumer = on_b("consumer", &[("N", n.to_string())]);
+        consumer.expect("READY", T);
+        let mut producer = on_b(
+            "producer",
+            &[("FROM", from.to_string()), ("N", n.to_string())],
+        );
+        let got: Vec<i64> = consumer
+            .finish(T)
+            .iter()
+            .filter_map(|l| l.strip_prefix("GOT ").map(|t| t.parse().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            (from..from + n).collect::<Vec<_>>(),
+            "in order, none lost"
+        );
+        producer
+            .finish(T)
+            .iter()
+            .filter_map(|l| l.strip_prefix("RTT "))
+            .map(|us| Duration::from_micros(us.parse().unwrap()))
+            .collect()
+    };
     let n = 30;
-    let mut consumer = Proc::spawn_via(
-        &hosts.exec(1),
-        "consumer",
-        &env(&ep, &app, &[("N", n.to_string())]),
+    let mut rtts = exchange(0, n);
+    // Each put's answer crosses the relay both ways: at least twice the one-way latency
+    // less the jitter. The median has room for the jitter and none for a relay bypassed.
+    rtts.sort();
+    let median = rtts[rtts.len() / 2];
+    eprintln!(
+        "put round trips through the relay: min {:?}, median {median:?}",
+        rtts[0]
     );
-    consumer.expect("READY", T);
-    let mut producer = Proc::spawn_via(
-        &hosts.exec(1),
-        "producer",
-        &env(&ep, &app, &[("N", n.to_string())]),
-    );
-    let got: Vec<i64> = consumer
-        .finish(T)
-        .iter()
-        .filter_map(|l| l.strip_prefix("GOT ").map(|t| t.parse().unwrap()))
-        .collect();
-    assert_eq!(got, (0..n).collect::<Vec<_>>(), "in order, none lost");
-    producer.finish(T);
+    assert!(median >= LATENCY * 7 / 4, "latency not felt: {rtts:?}");
     // A partition: the hub notices host B's remaining space is gone.
-    let mut other = Proc::spawn_via(&hosts.exec(1), "owner", &env(&ep, &app, &[]));
+    let mut other = on_b("owner", &[]);
     let id = other.expect("ID", T);
     other.expect("READY", T);
     let cut = Instant::now();
-    hosts.partition();
+    hosts.partition(true);
     while hub.expect("LEFT", T) != id {}
     eprintln!("partition noticed after {:?}", cut.elapsed());
+    other.kill9();
+    // Healed, a new space on host B joins through the relay and works, still delayed.
+    hosts.partition(false);
+    let healed = exchange(n, 10);
+    eprintln!("after healing: {healed:?}");
+    let floor = (LATENCY - JITTER) * 2;
+    assert!(
+        healed.iter().all(|&d| d >= floor),
+        "a round trip after healing bypassed the relay: {healed:?}"
+    );
 }
 
 #[test]

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod hosts;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -34,7 +36,7 @@ impl Proc {
         Proc::spawn_via(&[], role, env)
     }
 
-    /// Starts the child through a wrapper command, such as `ip netns exec NS`.
+    /// Starts the child through a wrapper command, such as `nsenter --net=PATH`.
     pub fn spawn_via(wrapper: &[&str], role: &str, env: &[(&str, String)]) -> Proc {
         let exe = std::env::current_exe().unwrap();
         let mut cmd = match wrapper.split_first() {
