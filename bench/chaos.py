@@ -35,6 +35,7 @@ It writes the ``chaos`` part of ``bench-results/reliability.json`` and prints th
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import random
@@ -56,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = ROOT / "bench-results"
 CLIENTS = ["ch-producer", "ch-consumer", "q-producer", "q-consumer-1", "q-consumer-2",
-           "reg-writer", "reg-reader", "mutex-user-1", "mutex-user-2"]
+           "reg-writer", "reg-reader", "mutex-user-1", "mutex-user-2", "barrier-member"]
 WRITERS = ["ch-producer", "q-producer", "reg-writer", "mutex-user-1", "mutex-user-2"]
 BOUND = CALL_TIMEOUT + OP_TIMEOUT + LEASE + 2.0
 SHUTDOWN_BOUND = 10.0
@@ -519,6 +520,23 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
     r.operations["mutex holds refused as stale"] = sum(h.refused for h in holds)
     r.duplicated += overlaps
 
+    # Barrier: nobody leaves a round the other has not arrived at. Each completed wait takes
+    # one arrival of the other member (a failed round's arrivals are taken by none), so at
+    # every completion, the completions so far are at most the other's arrivals so far.
+    def times(lines: list[str], word: str) -> list[float]:
+        return sorted(float(x.split()[1]) for x in lines if x.startswith(word + " "))
+
+    sides = {"hub": hub, "member": logs["barrier-member"]}
+    for me, other in (("hub", "member"), ("member", "hub")):
+        arrivals = times(sides[other], "BW")
+        for k, t in enumerate(times(sides[me], "BOK"), start=1):
+            if bisect.bisect_right(arrivals, t) < k:
+                bad.append(f"barrier: the {me} left round {k} at {t:.3f} before the "
+                           f"{other} arrived")
+                break
+    r.operations["barrier rounds"] = len(times(hub, "BOK"))
+    r.operations["barrier rounds failed"] = sum(1 for x in hub if x.startswith("BFAIL wait"))
+
     # Garbage collection resumed; nothing leaked at the owner.
     frames, jobs = final["frames"], final["jobs"]
     assert isinstance(frames, dict) and isinstance(jobs, dict)
@@ -566,7 +584,7 @@ def save(report: Report) -> None:
 
 def table(report: Report) -> str:
     """The reliability report: this run, and the soak and fuzzing on record."""
-    rows = [("scenario", f"channel, queue, register, cluster mutex; seed {report.seed}, "
+    rows = [("scenario", f"channel, queue, register, cluster mutex and barrier; seed {report.seed}, "
              f"{report.seconds:.0f} s"
              + ("" if report.namespaces else " (loopback)"))]
     rows.append(("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(report.faults.items()))))

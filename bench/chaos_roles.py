@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import stampede as sp
 from stampede.cluster import Cluster
-from stampede.errors import Full, StampedeError, Timeout, Unavailable
+from stampede.errors import BarrierFailed, Full, StampedeError, Timeout, Unavailable
 
 LEASE = 1.0
 OP_TIMEOUT = 3.0
@@ -44,6 +44,7 @@ INCARNATION = 1_000_000_000
 GENERATION = 1_000_000
 
 FRAMES, JOBS, MODE, MUTEX = "chaos/frames", "chaos/jobs", "chaos/mode", "chaos/mutex"
+BARRIER = "chaos/barrier"
 # One time zone per container, so that one's tasks never hold another's garbage collection.
 FRAMES_ZONE, JOBS_ZONE, MODE_ZONE = 0, 1, 2
 _R = TypeVar("_R")
@@ -212,6 +213,35 @@ def mutex_user(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
         c.stop()
 
 
+def barrier_rounds(c: Cluster, log: Log, stop: threading.Event) -> None:
+    """Waits at the two-member barrier round after round: ``BW`` before each wait (the
+    arrival), ``BOK`` after it returned; a failed barrier is joined again."""
+    while not stop.is_set():
+        try:
+            b = c.barrier(BARRIER, 2)
+        except (BarrierFailed, Timeout) as e:
+            log("BFAIL", "join", type(e).__name__)
+            continue
+        while not stop.is_set():
+            log("BW", f"{time.monotonic():.4f}")
+            try:
+                b.wait()
+            except (BarrierFailed, Timeout) as e:
+                log("BFAIL", "wait", type(e).__name__)
+                break
+            log("BOK", f"{time.monotonic():.4f}")
+            time.sleep(0.01)
+
+
+def barrier_member(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
+    """The other member of the hub's barrier."""
+    c = Cluster.start(space, timeout=CALL_TIMEOUT)
+    try:
+        barrier_rounds(c, log, stop)
+    finally:
+        c.stop()
+
+
 CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "ch-producer": ch_producer,
     "ch-consumer": ch_consumer,
@@ -220,6 +250,7 @@ CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "reg-writer": reg_writer,
     "reg-reader": reg_reader,
     "mutex-user": mutex_user,
+    "barrier-member": barrier_member,
 }
 
 
@@ -262,7 +293,7 @@ def hub(a: argparse.Namespace) -> None:
     jobs = space.queue(JOBS, capacity=4 * CAPACITY, zone=JOBS_ZONE)
     space.register(MODE, zone=MODE_ZONE)
     # The cluster mutex is homed where it is first made: here, with the owner.
-    cluster = Cluster.start(space)
+    cluster = Cluster.start(space, timeout=2 * CALL_TIMEOUT)
     cluster.mutex(MUTEX)
     # The owner's own record of every job consumed (reclaimed once consumed).
     jobs.on_garbage(lambda ts, value: log("Q", ts))
@@ -299,7 +330,10 @@ def hub(a: argparse.Namespace) -> None:
             seen = now
             time.sleep(0.05)
 
-    threads = [threading.Thread(target=f, daemon=True) for f in (audit, membership)]
+    def barrier() -> None:
+        barrier_rounds(cluster, log, done)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (audit, membership, barrier)]
     for th in threads:
         th.start()
     print("READY", space.id, flush=True)
