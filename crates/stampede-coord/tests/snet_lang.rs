@@ -1576,3 +1576,15 @@ fn dot_pictures() {
         valid_dot(&file, &checked(&file, &src).dot());
     }
 }
+
+/// Found by fuzzing: a syntax error after a character of several bytes made the search for
+/// the unclosed bracket slice the source inside that character, and panic.
+#[test]
+fn a_syntax_error_after_a_multibyte_character_is_reported() {
+    let src =
+        "/*// Til\t\n\t{i\t\tkov\u{7da}t al.t n\u{4}\0\0\0f Zaichenkov\u{7da}t al., Fig./* ig.";
+    let d = rejected("fuzzed.snet", src);
+    assert_eq!(codes(&d), ["S0001"]);
+    let src = "net n connect (f .. \u{e9}\u{e9} {";
+    assert_eq!(codes(&rejected("accent.snet", src)), ["S0001"]);
+}

@@ -236,7 +236,8 @@ fn unclosed(source: &str, at: usize) -> Option<(usize, &'static str)> {
                 }
                 _ => {}
             }
-            1
+            // Whole characters: the next slice must start on a character boundary.
+            rest.chars().next().map_or(1, char::len_utf8)
         };
         i += step;
     }
