@@ -14,6 +14,7 @@ log, written through at once so that a SIGKILL loses nothing the role had alread
 - ``ACK ts``      the put is acknowledged: its call returned, or a flush covering it did
 - ``GOT gen ts``  an item got on generation ``gen``'s connection
 - ``C ts`` / ``DONE ts``  a queue item's consume is about to be sent / returned
+- ``HOME base space``  where the cluster mutex lives, as this generation found it
 - ``A ts`` / ``Q ts`` / ``D ts``  (hub) audited, a job reclaimed once consumed, drained
 - ``SLOW op mono seconds outcome``  a call that took longer than half a second
 - ``JOIN gen space base`` / ``LOST gen error`` / ``LEFT gen seconds``  generations
@@ -199,6 +200,7 @@ def mutex_user(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     c = Cluster.start(space, timeout=CALL_TIMEOUT)
     try:
         m = c.mutex(MUTEX)
+        log("HOME", base, m.home)
         while not stop.is_set():
             try:
                 died = timed(log, "lock", lambda: m.lock(timeout=CALL_TIMEOUT))
@@ -336,6 +338,7 @@ def hub(a: argparse.Namespace) -> None:
     threads = [threading.Thread(target=f, daemon=True) for f in (audit, membership, barrier)]
     for th in threads:
         th.start()
+    log("HUB", space.id)
     print("READY", space.id, flush=True)
     for line in sys.stdin:
         if line.strip() == "FINAL":
