@@ -166,6 +166,24 @@ SEED ?= 1
 chaos: python $(TOXIPROXY)
 	$(PY) bench/chaos.py --seconds $(CHAOS_SECONDS) --seed $(SEED)
 
+# Miri over the unsafe code it can run (not part of `make test`: a cold run builds Miri's
+# sysroot and the dependencies, about 15 minutes; a cached one takes a minute). The C API is
+# driven from Rust as a C program would (crates/stampede-c/tests/miri.rs). crossbeam-epoch,
+# under the executor's deques, needs tree borrows and leaks its global collector by design.
+.PHONY: miri
+MIRI := CARGO_TARGET_DIR=target/miri $(CARGO) +nightly miri test
+miri:
+	@rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri' || \
+		rustup component add miri rust-src --toolchain nightly
+	$(MIRI) -p stampede-c --lib --test miri
+	MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks" \
+		$(MIRI) -p stampede-coord --lib executor::
+	$(MIRI) -p stampede-net --lib -- --exact wire::tests::a_put_is_laid_out_as_documented \
+		wire::tests::item_bytes_are_sent_and_received_without_a_copy \
+		wire::tests::lengths_beyond_the_message_are_truncated_without_allocating
+	$(MIRI) -p stampede-observe --lib process::
+	$(MIRI) -p stampede-bench --lib
+
 # Churn, not part of `make test` (which runs 20 cycles): 1,000 address spaces join a running
 # application and leave, half cleanly and half by SIGKILL; its name server, watermark and
 # memory must return to their baseline (bench/churn.py; bench-results/reliability.json).

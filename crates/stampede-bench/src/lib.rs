@@ -975,6 +975,7 @@ mod tests {
 
     /// The parking check tells a spinning thread from one blocked in the kernel.
     #[test]
+    #[cfg_attr(miri, ignore)] // reads /proc, which Miri's isolation hides
     fn thread_state_tells_running_from_parked() {
         let stop = AtomicBool::new(false);
         let (tx, rx) = crossbeam_channel::bounded::<()>(0);
@@ -1001,6 +1002,19 @@ mod tests {
             }
             tx.send(()).unwrap();
         });
+    }
+
+    /// A thread pinned to an allowed CPU may run there only; other threads keep their set.
+    #[test]
+    fn a_thread_pins_to_an_allowed_cpu() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty());
+        let first = cpus[0];
+        let pinned = thread::spawn(move || (pin_current(first), allowed_cpus()))
+            .join()
+            .unwrap();
+        assert_eq!(pinned, (true, vec![first]));
+        assert_eq!(allowed_cpus(), cpus);
     }
 
     #[test]

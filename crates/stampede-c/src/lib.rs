@@ -31,6 +31,7 @@ pub use correlate::*;
 pub use error::{stp_last_error, stp_last_neighbors, stp_neighbors, stp_status, stp_status_name};
 pub use events::*;
 pub use item::*;
+pub use loan::*;
 pub use observe::*;
 pub use pacing::*;
 #[cfg(target_os = "linux")]
