@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,10 @@ def test_a_space_killed_mid_run_fails_the_run_clearly(monkeypatch: pytest.Monkey
     assert killed, "no attached space was found to kill"
     assert time.monotonic() - t0 < 60
     assert "left or died" in str(err.value) or "unreachable" in str(err.value).lower(), err.value
+    # No worker of this space is left waiting for a frame that will never come (it would
+    # keep the interpreter from exiting).
+    deadline = time.monotonic() + 10
+    while (stuck := [t.name for t in threading.enumerate()
+                     if t.name.startswith(("worker", "source-workers")) and t.is_alive()]):
+        assert time.monotonic() < deadline, f"threads left waiting: {stuck}"
+        time.sleep(0.05)

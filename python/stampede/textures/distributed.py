@@ -259,6 +259,9 @@ def _run(space: sp.Space, c: cluster.Cluster, attached: list[str], frames: np.nd
             sq[r0:r1, c0:c1] = b
             inp.consume(item.ticket)
     except sp.Closed:
+        # The run failed: the digitizer stops putting frames, so this space's own workers
+        # are released by closing their channel rather than left waiting for ever.
+        source.close()
         if failure:
             raise failure[0] from None
         raise
