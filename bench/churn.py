@@ -172,8 +172,14 @@ def run(cycles: int, parallel: int = 2) -> Churn:
             line = p.stdout.readline()
             if not line.startswith("READY"):
                 r.failures.append(f"a visitor did not start: {line!r}")
-            # The visitor holds a frame open on its own connection until it is killed.
-            r.visitors_seen = max(r.visitors_seen, app.frames.stats().connections - 1)
+            # The visitor holds a frame open on its own connection until it is killed; its
+            # attachment reaches the owner on its own, so look for it for a while.
+            deadline = time.monotonic() + (2.0 if r.visitors_seen == 0 else 0.0)
+            while True:
+                r.visitors_seen = max(r.visitors_seen, app.frames.stats().connections - 1)
+                if r.visitors_seen > 0 or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.01)
             p.send_signal(signal.SIGKILL)
             p.wait()
             r.killed += 1
