@@ -56,6 +56,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import reliability_record
 from chaos_net import Hosts, Relay, relay_binary
 from chaos_roles import CALL_TIMEOUT, GENERATION, LEASE, OP_TIMEOUT
 
@@ -618,11 +619,7 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
 
 
 def save(report: Report) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "reliability.json"
-    data = json.loads(out.read_text()) if out.exists() else {}
-    data["chaos"] = asdict(report)
-    out.write_text(json.dumps(data, indent=1) + "\n")
+    reliability_record.keep("chaos", asdict(report))
 
 
 def table(report: Report) -> str:
@@ -638,9 +635,7 @@ def table(report: Report) -> str:
              ("longest stall", f"{report.longest_call:.2f} s: {report.longest_call_what}"),
              ("longest shutdown", f"{report.shutdown_max:.2f} s (bound {SHUTDOWN_BOUND:.0f} s)"),
              ("client generations", str(report.generations))]
-    data = json.loads((RESULTS / "reliability.json").read_text()) \
-        if (RESULTS / "reliability.json").exists() else {}
-    for s in data.get("soak", {}).values():
+    for s in reliability_record.read().get("soak", {}).values():
         peaks = ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in s["peak_bytes"].items())
         rows.append((f"soak {s['mode']}", f"{s['seconds']:.0f} s: peak {peaks} (bound: baseline "
                      f"+ {s['bound_bytes'] / 2**20:.0f} MiB), {len(s['failures'])} failures"))

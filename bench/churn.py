@@ -20,7 +20,6 @@ It writes the ``churn`` part of ``bench-results/reliability.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -30,11 +29,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import reliability_record
 import stampede as sp
 from stampede.errors import StampedeError, Timeout
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench-results"
 MIB = 2**20
 FRAMES = "churn/frames"
 CAPACITY = 16
@@ -232,11 +230,7 @@ def settle(app: App, r: Churn) -> list[str]:
 
 
 def save(r: Churn) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "reliability.json"
-    data = json.loads(out.read_text()) if out.exists() else {}
-    data["churn"] = asdict(r)
-    out.write_text(json.dumps(data, indent=1) + "\n")
+    reliability_record.keep("churn", asdict(r))
 
 
 def main() -> int:

@@ -21,7 +21,6 @@ memory over time per mode to ``bench-results/soak-MODE.png``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -31,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import reliability_record
 import stampede as sp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,11 +276,7 @@ def plot(r: Soak) -> Path:
 
 
 def save(results: list[Soak]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "reliability.json"
-    record = json.loads(out.read_text()) if out.exists() else {}
-    record["soak"] = {r.mode: asdict(r) for r in results}
-    out.write_text(json.dumps(record, indent=1) + "\n")
+    reliability_record.keep("soak", {r.mode: asdict(r) for r in results})
 
 
 def main() -> int:
