@@ -50,6 +50,7 @@ mod marks;
 mod metrics;
 mod pipe;
 mod publishers;
+mod registrar;
 mod remote;
 mod server;
 mod space;

@@ -23,6 +23,7 @@ use crate::latest::Latest;
 use crate::marks::{Book, Effect};
 use crate::pipe::Pipe;
 use crate::publishers::Publishers;
+use crate::registrar::{self, Registrar};
 use crate::remote;
 use crate::server;
 use crate::view::{Arrival, Views};
@@ -141,6 +142,8 @@ pub(crate) struct Shared {
     pub(crate) events: Events,
     /// Named code served here, and the calls this space waits for.
     pub(crate) code: Code,
+    /// Who settles this space's name claims (see `registrar`).
+    pub(crate) registrar: Registrar,
     /// This space's metrics (its runtime's and its own counters), and where they are
     /// served, if anywhere.
     metrics: Metrics,
@@ -690,6 +693,7 @@ impl Space {
             counters: Counters::default(),
             events,
             code: Code::default(),
+            registrar: Registrar::default(),
             keep: Mutex::default(),
             metrics: Metrics::new(),
             metrics_addr: Mutex::default(),
@@ -697,6 +701,9 @@ impl Space {
         let space = Space { sh };
         space.start_metrics()?;
         space.start(push_rx, acks_rx, hurried)?;
+        registrar::serve(&space)?;
+        // A client learns its router now, while it surely reaches it.
+        space.sh.registrar.router(&space.sh);
         let sub = Events::start(&space.sh, queues).map_err(NetError::Connect)?;
         space.keep(sub);
         // From now on the runtime's names and lookups are the application's.
@@ -1183,6 +1190,7 @@ impl Space {
                 return Err(taken(rec.name));
             }
         }
+        registrar::claim(self, &rec.name)?;
         let name = rec.name.clone();
         {
             let mut names = lock(&self.sh.names);

@@ -1169,6 +1169,64 @@ fn a_name_never_has_two_owners() {
     eprintln!("{won} of 20 contested names registered (both refused otherwise)");
 }
 
+/// A client takes a name only when its router grants it: two clients claiming one name at
+/// once get exactly one winner, and a client cut off from its router takes no name at all,
+/// not even one held on the far side, which it cannot see (it would otherwise hold a
+/// second container or cluster object under that name).
+#[test]
+fn a_client_takes_a_name_only_with_its_routers_say() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("settle");
+    let mut router = spawn("owner", &ep, &app, &[("MODE", "router".into())]);
+    router.expect("READY", T);
+    let client = || {
+        let mut c = Config::client(ep.clone());
+        c.op_timeout = Duration::from_secs(1);
+        Space::join(&app, c).unwrap()
+    };
+    let (a, b) = (client(), client());
+    for i in 0..10 {
+        let name = format!("race/{i}");
+        let (x, y) = std::thread::scope(|s| {
+            let x = s.spawn(|| a.register_service(&name, ""));
+            let y = s.spawn(|| b.register_service(&name, ""));
+            (x.join().unwrap(), y.join().unwrap())
+        });
+        assert!(x.is_ok() != y.is_ok(), "{name}: {x:?} / {y:?}");
+        let loser = if x.is_ok() { y } else { x };
+        assert!(
+            matches!(loser, Err(NetError::Stm(StmError::NameTaken(_)))),
+            "{loser:?}"
+        );
+    }
+    assert!(matches!(
+        a.register_service("owned", ""),
+        Err(NetError::Stm(StmError::NameTaken(_)))
+    ));
+    let signal = |sig: &str| {
+        let pid = router.child.id().to_string();
+        assert!(std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP");
+    for name in ["owned", "free/name"] {
+        match a.register_service(name, "") {
+            Err(NetError::Unreachable(why)) => assert!(why.contains("router"), "{why}"),
+            other => panic!("{name} claimed with the router stopped: {other:?}"),
+        }
+    }
+    signal("-CONT");
+    let c = client();
+    assert!(matches!(
+        c.register_service("owned", ""),
+        Err(NetError::Stm(StmError::NameTaken(_)))
+    ));
+    c.register_service("free/name", "").unwrap();
+}
+
 #[test]
 fn a_late_joiner_collects() {
     // A space that joins after others have reported marks learns them under their ids,
