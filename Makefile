@@ -372,6 +372,14 @@ test-java: c python java-home
 	$(MVN) test
 	$(MVN) javadoc:javadoc -pl stampede
 
+# The Java face's whole life cycle, not part of `make test` (which runs 300 lives): LEAK_LIVES
+# lives in each of three endings (all closed, the runtime closed, nothing closed) must leave
+# native memory where it was (LifeCycleLeakTest; docs/reliability.md).
+.PHONY: leak-java
+LEAK_LIVES ?= 10000
+leak-java: c java-home
+	$(MVN) test -pl stampede -Dtest=LifeCycleLeakTest -Dstampede.leak.lives=$(LEAK_LIVES)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(VENV)

@@ -60,6 +60,8 @@ from ._stampede import (
 from ._tasks import TaskThread
 from .errors import (
     AuthRejected,
+    Denied,
+    TooLarge,
     BarrierFailed,
     BelowVisibility,
     BoxFailed,
@@ -195,6 +197,8 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "AuthRejected",
+    "Denied",
+    "TooLarge",
     "NotFound",
     "WrongKind",
     "InvalidName",

@@ -530,6 +530,8 @@ class SpaceStats:
     invocations_unknown: int
     invocations_failed: int
     answers_late: int
+    denied: int
+    quota_refused: int
 
 @final
 class SpaceWatermark:
@@ -565,6 +567,10 @@ class Space(Runtime):
         shm_pool: int | None = None,
         queue_prefetch: int = 0,
         metrics_listen: str | None = None,
+        access_file: str | os.PathLike[str] | None = None,
+        max_item_bytes: int | None = None,
+        max_connections: int | None = None,
+        max_waiting_puts: int | None = None,
     ) -> Space: ...
     @property
     def id(self) -> str: ...

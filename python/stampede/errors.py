@@ -47,6 +47,11 @@ class ZeroConsumers(PutFailed):
     """A reference count must be at least 1."""
 
 
+class TooLarge(PutFailed):
+    """The item is larger than the container's owner accepts from another address space
+    (its quota, ``Space.join(..., max_item_bytes=...)`` there)."""
+
+
 class BelowVisibility(StampedeError):
     """A put, or a virtual time, below what the task may use (virtual-time rules 1, 2, 4).
 
@@ -160,6 +165,18 @@ class ConnectError(StampedeError):
 
 class AuthRejected(StampedeError):
     """A router or peer refused this address space's credentials or certificate."""
+
+
+class Denied(StampedeError, PermissionError):
+    """The container's owner does not allow this address space's ``user`` the operation
+    ``op`` (``"create"``, ``"read"``, ``"write"`` or ``"close"``) on ``container`` (its
+    name, or ``#id`` for an unnamed one)."""
+
+    def __init__(self, message: str, user: str, op: str, container: str) -> None:
+        super().__init__(message)
+        self.user = user
+        self.op = op
+        self.container = container
 
 
 class NotFound(StampedeError, LookupError):
@@ -360,6 +377,8 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "AuthRejected",
+    "Denied",
+    "TooLarge",
     "NotFound",
     "WrongKind",
     "InvalidName",

@@ -437,6 +437,8 @@ static void test_status_names(void) {
         {STP_UNSUPPORTED, "STP_UNSUPPORTED"},
         {STP_TASK_FAILED, "STP_TASK_FAILED"},
         {STP_CANCELLED, "STP_CANCELLED"},
+        {STP_DENIED, "STP_DENIED"},
+        {STP_TOO_LARGE, "STP_TOO_LARGE"},
         {STP_INTERNAL, "STP_INTERNAL"},
     };
     /* The codes are the documented values. */
@@ -446,11 +448,13 @@ static void test_status_names(void) {
     CHECK_EQ_I64(STP_UNSUPPORTED, 27);
     CHECK_EQ_I64(STP_TASK_FAILED, 28);
     CHECK_EQ_I64(STP_CANCELLED, 29);
+    CHECK_EQ_I64(STP_DENIED, 30);
+    CHECK_EQ_I64(STP_TOO_LARGE, 31);
     CHECK_EQ_I64(STP_INTERNAL, 99);
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK_STR(stp_status_name(all[i].code), all[i].name);
     }
-    static const int32_t unknown[] = {-1, 24, 25, 30, 98, 100, 1000, INT32_MIN, INT32_MAX};
+    static const int32_t unknown[] = {-1, 24, 25, 32, 98, 100, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         CHECK_STR(stp_status_name(unknown[i]), "STP_UNKNOWN");
     }
@@ -3354,6 +3358,73 @@ done:
     stp_channel_free(ch);
 }
 
+/* Writes `text` to a new temporary file whose path goes to `path`. */
+static bool temp_file(char *path, size_t n, const char *text) {
+    int fd;
+    snprintf(path, n, "/tmp/stampede-ctest-XXXXXX");
+    fd = mkstemp(path);
+    if (fd < 0) return false;
+    bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    close(fd);
+    return ok;
+}
+
+/* An owner's access rules: what they do not grant fails with STP_DENIED, naming the user
+ * and the container; a malformed rules file is STP_CONFIG, naming the line. */
+static void test_dist_access_denied(void) {
+    stp_config *rc = NULL, *cc = NULL;
+    stp_runtime *router = NULL, *viewer = NULL;
+    stp_channel *own = NULL, *remote = NULL;
+    stp_task *task = NULL;
+    stp_channel_in *in = NULL;
+    stp_channel_out *out = NULL;
+    char users[64] = "", rules[64] = "", bad[64] = "", ep[64], app[64];
+    int port = free_port();
+    CHECK(port > 0);
+    snprintf(ep, sizeof ep, "tcp/127.0.0.1:%d", port);
+    snprintf(app, sizeof app, "caccess%ld", (long)getpid());
+    CHECK(temp_file(users, sizeof users, "viewer:v1ewer\n"));
+    CHECK(temp_file(rules, sizeof rules, "viewer read video/**\n"));
+    CHECK(temp_file(bad, sizeof bad, "# fine\nviewer fly video/**\n"));
+    rc = stp_config_new(STP_ROUTER);
+    CHECK(rc != NULL);
+    CHECK_ST(stp_config_access_file(rc, bad), STP_CONFIG);
+    CHECK_MSG(strstr(stp_last_error(), "line 2") != NULL, "%s", stp_last_error());
+    CHECK_OK(stp_config_listen(rc, ep));
+    CHECK_OK(stp_config_credentials(rc, "router", "r0uter"));
+    CHECK_OK(stp_config_credentials_file(rc, users));
+    CHECK_OK(stp_config_access_file(rc, rules));
+    CHECK_OK(stp_runtime_join(app, rc, &router));
+    cc = stp_config_new(STP_CLIENT);
+    CHECK(cc != NULL);
+    CHECK_OK(stp_config_connect(cc, ep));
+    CHECK_OK(stp_config_credentials(cc, "viewer", "v1ewer"));
+    CHECK_OK(stp_runtime_join(app, cc, &viewer));
+    CHECK_OK(stp_channel_new(router, "video/frames", 0, 0, &own));
+    CHECK_OK(stp_channel_lookup(viewer, "video/frames", 5000, &remote));
+    CHECK_OK(stp_task_new(viewer, 0, "viewer", &task));
+    CHECK_OK(stp_channel_attach_input(task, remote, &in));
+    CHECK_ST(stp_channel_attach_output(task, remote, &out), STP_DENIED);
+    CHECK(out == NULL);
+    CHECK_MSG(strstr(stp_last_error(), "viewer") != NULL &&
+                  strstr(stp_last_error(), "video/frames") != NULL &&
+                  strstr(stp_last_error(), "v1ewer") == NULL,
+              "%s", stp_last_error());
+done:
+    stp_channel_in_free(in);
+    stp_channel_out_free(out);
+    stp_task_free(task);
+    stp_channel_free(remote);
+    stp_channel_free(own);
+    stp_runtime_free(viewer);
+    stp_runtime_free(router);
+    stp_config_free(rc);
+    stp_config_free(cc);
+    if (users[0]) unlink(users);
+    if (rules[0]) unlink(rules);
+    if (bad[0]) unlink(bad);
+}
+
 static void test_dist_join_errors(void) {
     stp_config *cfg = NULL;
     stp_runtime *rt = NULL;
@@ -3951,6 +4022,7 @@ static const test_case tests[] = {
     T(dist_register),
     T(dist_names),
     T(dist_join_errors),
+    T(dist_access_denied),
     T(dist_malformed_endpoints),
     T(dist_loan),
     T(dist_put_interruptible),

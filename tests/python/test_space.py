@@ -331,6 +331,74 @@ def test_wrong_or_missing_credentials_are_rejected(tmp_path: pathlib.Path) -> No
             assert len(device.spaces()) == 2
 
 
+def test_access_rules_deny_what_they_do_not_grant(tmp_path: pathlib.Path) -> None:
+    users = tmp_path / "users"
+    users.write_text("viewer:v1ewer\nwriter:wr1ter\n")
+    rules = tmp_path / "rules"
+    rules.write_text("viewer read video/**\nwriter all video/**\n")
+    bad = tmp_path / "bad"
+    bad.write_text("viewer read,fly video/**\n")
+    endpoint = free_endpoint()
+    app = f"t{os.getpid()}-access"
+    with pytest.raises(sp.ConfigError, match="line 1"):
+        sp.Space.join(app, mode="router", listen=[endpoint], access_file=bad)
+    with sp.Space.join(
+        app,
+        mode="router",
+        listen=[endpoint],
+        credentials_file=users,
+        user="hub",
+        password="x",
+        access_file=rules,
+    ) as hub:
+        hub.channel("video/frames")
+        hub.channel("audio/mic")
+        with sp.Space.join(
+            app, mode="client", connect=[endpoint], user="viewer", password="v1ewer"
+        ) as viewer, sp.Space.join(
+            app, mode="client", connect=[endpoint], user="writer", password="wr1ter"
+        ) as writer:
+            w = writer.task(0)
+            w.attach_output(writer.lookup_channel("video/frames", timeout=5)).put(1, b"f")
+            t = viewer.task(0)
+            frames = viewer.lookup_channel("video/frames", timeout=5)
+            assert t.attach_input(frames).get(sp.OLDEST)[0] == 1
+            with pytest.raises(sp.Denied) as denied:
+                t.attach_output(frames)
+            e = denied.value
+            assert (e.user, e.op, e.container) == ("viewer", "write", "video/frames")
+            assert isinstance(e, PermissionError)
+            assert "v1ewer" not in str(e)
+            with pytest.raises(sp.Denied):
+                t.attach_input(viewer.lookup_channel("audio/mic", timeout=5))
+            with pytest.raises(sp.Denied):
+                frames.close()
+            assert hub.stats().denied == 3
+
+
+def test_an_owner_refuses_what_is_over_its_quotas() -> None:
+    endpoint = free_endpoint()
+    app = f"t{os.getpid()}-quota"
+    with sp.Space.join(
+        app, mode="router", listen=[endpoint], max_item_bytes=1024, max_connections=3
+    ) as hub:
+        hub.channel("frames")
+        with sp.Space.join(app, mode="client", connect=[endpoint]) as client:
+            t = client.task(0)
+            frames = client.lookup_channel("frames", timeout=5)
+            out = t.attach_output(frames)
+            with pytest.raises(sp.TooLarge):
+                out.put(1, b"x" * 4096)
+                out.flush()
+            out.put(2, b"x" * 1024)
+            out.flush()
+            held = [t.attach_input(frames), t.attach_input(frames)]
+            with pytest.raises(sp.TooManyConnections):
+                t.attach_input(frames)
+            assert len(held) == 2
+            assert hub.stats().quota_refused == 2
+
+
 def program(
     task: Callable[[int], sp.Task],
     frames: sp.Channel,

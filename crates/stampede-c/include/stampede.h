@@ -86,6 +86,12 @@ typedef enum {
   STP_TASK_FAILED = 28,
   // A cluster task was cancelled, or a wait gave up because the calling task was.
   STP_CANCELLED = 29,
+  // The container's owner does not allow this space's user the operation; the message
+  // names the user, the operation and the container.
+  STP_DENIED = 30,
+  // A put's item is larger than the container's owner accepts from another address
+  // space (its quota).
+  STP_TOO_LARGE = 31,
   // An internal error was caught at the boundary; the message says where.
   STP_INTERNAL = 99,
 } stp_status;
@@ -392,6 +398,8 @@ typedef struct {
   uint64_t invocations_unknown;
   uint64_t invocations_failed;
   uint64_t answers_late;
+  uint64_t denied;
+  uint64_t quota_refused;
 } stp_space_stats;
 
 // A zone's watermark and what holds it (`stp_runtime_explain`).
@@ -1243,6 +1251,24 @@ stp_status stp_config_timeouts(stp_config *cfg, uint64_t lease_ms, uint64_t op_t
 // # Safety
 // `cfg` is a live config; `path` a NUL-terminated string.
 stp_status stp_config_credentials_file(stp_config *cfg, const char *path);
+
+// Reads the access rules the space enforces on the containers it owns (lines `user
+// permissions pattern`; see `docs/distribution.md`); a denied request fails in the
+// requesting space with `STP_DENIED`. A missing file or malformed rule is `STP_CONFIG`
+// here, naming the line.
+//
+// # Safety
+// `cfg` is a live config; `path` a NUL-terminated string.
+stp_status stp_config_access_file(stp_config *cfg, const char *path);
+
+// Sets the space's quotas for each other address space, as owner: the largest item it
+// accepts (bytes; a larger put fails with `STP_TOO_LARGE`), the most connections one space
+// may hold (`STP_TOO_MANY_CONNECTIONS` beyond) and the most puts one connection may have
+// waiting for room (`STP_FULL` beyond). 0 keeps a default.
+//
+// # Safety
+// `cfg` is a live config.
+stp_status stp_config_quotas(stp_config *cfg, uint64_t max_item_bytes, uint64_t max_connections, uint64_t max_waiting_puts);
 
 // Serves the space's metrics over HTTP on `addr` (`host:port`; `GET /metrics`, the
 // OpenMetrics text; see `docs/observability.md`). A bad address fails the join with

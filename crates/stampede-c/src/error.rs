@@ -69,6 +69,12 @@ pub enum stp_status {
     STP_TASK_FAILED = 28,
     /// A cluster task was cancelled, or a wait gave up because the calling task was.
     STP_CANCELLED = 29,
+    /// The container's owner does not allow this space's user the operation; the message
+    /// names the user, the operation and the container.
+    STP_DENIED = 30,
+    /// A put's item is larger than the container's owner accepts from another address
+    /// space (its quota).
+    STP_TOO_LARGE = 31,
     /// An internal error was caught at the boundary; the message says where.
     STP_INTERNAL = 99,
 }
@@ -158,6 +164,8 @@ pub(crate) fn status(code: ErrorCode) -> stp_status {
         ErrorCode::Unsupported => STP_UNSUPPORTED,
         ErrorCode::TaskFailed => STP_TASK_FAILED,
         ErrorCode::Cancelled => STP_CANCELLED,
+        ErrorCode::Denied => STP_DENIED,
+        ErrorCode::TooLarge => STP_TOO_LARGE,
         // `Internal` and codes newer than this table.
         _ => STP_INTERNAL,
     }
@@ -349,7 +357,7 @@ pub extern "C" fn stp_last_neighbors() -> stp_neighbors {
 #[no_mangle]
 pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
     use stp_status::*;
-    const ALL: [stp_status; 29] = [
+    const ALL: [stp_status; 31] = [
         STP_OK,
         STP_INVALID_ARGUMENT,
         STP_FULL,
@@ -378,6 +386,8 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_UNSUPPORTED,
         STP_TASK_FAILED,
         STP_CANCELLED,
+        STP_DENIED,
+        STP_TOO_LARGE,
         STP_INTERNAL,
     ];
     let Some(status) = ALL.into_iter().find(|s| *s as i32 == status) else {
@@ -412,6 +422,8 @@ pub extern "C" fn stp_status_name(status: i32) -> *const c_char {
         STP_UNSUPPORTED => c"STP_UNSUPPORTED",
         STP_TASK_FAILED => c"STP_TASK_FAILED",
         STP_CANCELLED => c"STP_CANCELLED",
+        STP_DENIED => c"STP_DENIED",
+        STP_TOO_LARGE => c"STP_TOO_LARGE",
         STP_INTERNAL => c"STP_INTERNAL",
     };
     s.as_ptr()
@@ -435,7 +447,7 @@ mod tests {
         }
     }
 
-    /// `STP_INTERRUPTED`, `STP_UNSUPPORTED` and the cluster statuses have names; numbers
+    /// `STP_INTERRUPTED`, `STP_UNSUPPORTED`, the cluster statuses and `STP_DENIED` have names; numbers
     /// that are no status are unknown.
     #[test]
     fn status_names() {
@@ -450,7 +462,9 @@ mod tests {
         assert_eq!(name(stp_status::STP_UNSUPPORTED as i32), "STP_UNSUPPORTED");
         assert_eq!(name(28), "STP_TASK_FAILED");
         assert_eq!(name(29), "STP_CANCELLED");
-        for n in [-1, 24, 25, 30, 98, 100] {
+        assert_eq!(name(30), "STP_DENIED");
+        assert_eq!(name(31), "STP_TOO_LARGE");
+        for n in [-1, 24, 25, 32, 98, 100] {
             assert_eq!(name(n), "STP_UNKNOWN", "{n}");
         }
     }

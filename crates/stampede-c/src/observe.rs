@@ -159,6 +159,8 @@ pub struct stp_space_stats {
     pub invocations_unknown: u64,
     pub invocations_failed: u64,
     pub answers_late: u64,
+    pub denied: u64,
+    pub quota_refused: u64,
 }
 
 impl From<SpaceStats> for stp_space_stats {
@@ -196,6 +198,8 @@ impl From<SpaceStats> for stp_space_stats {
             invocations_unknown: s.invocations_unknown,
             invocations_failed: s.invocations_failed,
             answers_late: s.answers_late,
+            denied: s.denied,
+            quota_refused: s.quota_refused,
         }
     }
 }

@@ -349,6 +349,55 @@ pub unsafe extern "C" fn stp_config_credentials_file(
     })
 }
 
+/// Reads the access rules the space enforces on the containers it owns (lines `user
+/// permissions pattern`; see `docs/distribution.md`); a denied request fails in the
+/// requesting space with `STP_DENIED`. A missing file or malformed rule is `STP_CONFIG`
+/// here, naming the line.
+///
+/// # Safety
+/// `cfg` is a live config; `path` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_access_file(
+    cfg: *mut stp_config,
+    path: *const c_char,
+) -> stp_status {
+    with_cfg(cfg, |c| {
+        // SAFETY: forwarded contract.
+        let path = unsafe { text(path, "path") }?;
+        c.access = Some(stampede_net::Access::from_file(path)?);
+        Ok(())
+    })
+}
+
+/// Sets the space's quotas for each other address space, as owner: the largest item it
+/// accepts (bytes; a larger put fails with `STP_TOO_LARGE`), the most connections one space
+/// may hold (`STP_TOO_MANY_CONNECTIONS` beyond) and the most puts one connection may have
+/// waiting for room (`STP_FULL` beyond). 0 keeps a default.
+///
+/// # Safety
+/// `cfg` is a live config.
+#[no_mangle]
+pub unsafe extern "C" fn stp_config_quotas(
+    cfg: *mut stp_config,
+    max_item_bytes: u64,
+    max_connections: u64,
+    max_waiting_puts: u64,
+) -> stp_status {
+    with_cfg(cfg, |c| {
+        let q = &mut c.quotas;
+        for (n, field) in [
+            (max_item_bytes, &mut q.max_item_bytes),
+            (max_connections, &mut q.max_connections),
+            (max_waiting_puts, &mut q.max_waiting_puts),
+        ] {
+            if n > 0 {
+                *field = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Serves the space's metrics over HTTP on `addr` (`host:port`; `GET /metrics`, the
 /// OpenMetrics text; see `docs/observability.md`). A bad address fails the join with
 /// `STP_CONFIG`.

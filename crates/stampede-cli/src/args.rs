@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use stampede_net::{validate_endpoint, Config, Mode, NetError, Tls};
+use stampede_net::{validate_endpoint, Access, Config, Mode, NetError, Tls};
 
 /// Where a router listens, and where the others connect, unless told otherwise: Zenoh's
 /// usual router port, on loopback so nothing is exposed by accident.
@@ -265,6 +265,10 @@ pub(crate) struct Security {
     /// File of user:password lines this side accepts (routers and listening peers)
     #[arg(long, value_name = "FILE", value_parser = existing_file)]
     pub(crate) credentials_file: Option<PathBuf>,
+    /// File of access rules (`user permissions pattern` lines) for the containers this
+    /// space owns
+    #[arg(long, value_name = "FILE", value_parser = access_rules)]
+    pub(crate) access_file: Option<Access>,
 }
 
 /// A container to host: its name and capacity (`None`: unbounded).
@@ -344,6 +348,11 @@ fn existing_file(s: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// A rules file is read and checked at once, a malformed line reported by number.
+fn access_rules(s: &str) -> Result<Access, String> {
+    Access::from_file(existing_file(s)?).map_err(|e| e.to_string())
+}
+
 impl Connection {
     /// The configuration of an address space in `mode`; connects to the default endpoint
     /// when given nowhere to connect or listen.
@@ -384,6 +393,7 @@ impl Security {
             cfg.credentials = Some((u.clone(), p.clone()));
         }
         cfg.credentials_file = self.credentials_file.clone();
+        cfg.access.clone_from(&self.access_file);
     }
 }
 

@@ -38,6 +38,12 @@ pub enum PutErrorKind {
     /// The caller's interrupt check asked the waiting put to stop (see
     /// [`OutputConnection::put_interruptible`](crate::OutputConnection::put_interruptible)).
     Interrupted,
+    /// The item is larger than the container's owner accepts from another address space
+    /// (its quota).
+    TooLarge {
+        /// The owner's limit, in bytes.
+        limit: i64,
+    },
 }
 
 /// A put that failed; the item is handed back unchanged.
@@ -148,6 +154,11 @@ impl fmt::Display for PutError {
                 "put at {ts}: the container's address space is unreachable (left, died or timed out)"
             ),
             PutErrorKind::Interrupted => write!(f, "put at {ts}: interrupted while waiting"),
+            PutErrorKind::TooLarge { limit } => write!(
+                f,
+                "put at {ts}: the item is larger than the {limit} bytes the container's owner \
+                 accepts from another address space"
+            ),
         }
     }
 }
@@ -234,7 +245,8 @@ pub enum StmError {
     Closed,
     /// A container with this name is already registered.
     NameTaken(String),
-    /// A channel accepts at most this many input connections.
+    /// A channel accepts at most this many input connections, or an owner this many
+    /// connections from one other address space (its quota).
     TooManyConnections(usize),
     /// A zero reference count or other invalid argument; says which.
     InvalidArgument(Cow<'static, str>),
@@ -255,6 +267,62 @@ pub enum StmError {
         /// What it names.
         is: Kind,
     },
+    /// The container's owner does not allow this address space's user `op` on it.
+    Denied {
+        /// The user the requesting space presented (`anonymous` without credentials).
+        user: String,
+        /// What was asked.
+        op: Permission,
+        /// The container's name, or `#id` for an unnamed one.
+        container: String,
+    },
+}
+
+/// What a user may do to a container, as an owner's access rules grant it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Permission {
+    /// Create it (in the owner's space, for another space).
+    Create,
+    /// Attach an input connection to it, or follow its arrivals and garbage.
+    Read,
+    /// Attach an output connection to it.
+    Write,
+    /// Close it.
+    Close,
+}
+
+impl Permission {
+    /// Every permission, in code order.
+    pub const ALL: [Permission; 4] = [
+        Permission::Create,
+        Permission::Read,
+        Permission::Write,
+        Permission::Close,
+    ];
+
+    /// Its name in access rules and messages (`"read"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Permission::Create => "create",
+            Permission::Read => "read",
+            Permission::Write => "write",
+            Permission::Close => "close",
+        }
+    }
+
+    fn code(self) -> i64 {
+        self as i64
+    }
+
+    fn from_code(n: i64) -> Option<Permission> {
+        Permission::ALL.into_iter().find(|p| p.code() == n)
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl fmt::Display for StmError {
@@ -279,7 +347,11 @@ impl fmt::Display for StmError {
             StmError::Closed => f.write_str("container is closed"),
             StmError::NameTaken(n) => write!(f, "name {n:?} is already registered"),
             StmError::TooManyConnections(n) => {
-                write!(f, "a channel accepts at most {n} input connections")
+                write!(
+                    f,
+                    "too many connections: at most {n} (a channel's input connections, or one \
+                     address space's at the container's owner)"
+                )
             }
             StmError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             StmError::Unreachable(what) => write!(f, "unreachable: {what}"),
@@ -290,6 +362,14 @@ impl fmt::Display for StmError {
             ),
             StmError::NotFound(n) => write!(f, "no container or service named {n:?}"),
             StmError::WrongKind { name, is } => write!(f, "{name:?} is a {is}"),
+            StmError::Denied {
+                user,
+                op,
+                container,
+            } => write!(
+                f,
+                "denied: user {user:?} may not {op} container {container:?}"
+            ),
         }
     }
 }
@@ -390,6 +470,10 @@ error_codes! {
     TaskFailed = 28, "task_failed";
     /// A cluster task was cancelled, or a wait gave up because its task was.
     Cancelled = 29, "cancelled";
+    /// The container's owner does not allow this user the operation.
+    Denied = 30, "denied";
+    /// An item larger than the container's owner accepts from another address space.
+    TooLarge = 31, "too_large";
     /// A failure inside the runtime or at a language boundary.
     Internal = 99, "internal";
 }
@@ -430,6 +514,7 @@ impl PutErrorKind {
             PutErrorKind::Detached => (ErrorCode::Detached, 0),
             PutErrorKind::Unreachable => (ErrorCode::Unreachable, 0),
             PutErrorKind::Interrupted => (ErrorCode::Interrupted, 0),
+            PutErrorKind::TooLarge { limit } => (ErrorCode::TooLarge, limit),
         }
     }
 
@@ -445,6 +530,7 @@ impl PutErrorKind {
             ErrorCode::Detached => PutErrorKind::Detached,
             ErrorCode::Unreachable => PutErrorKind::Unreachable,
             ErrorCode::Interrupted => PutErrorKind::Interrupted,
+            ErrorCode::TooLarge => PutErrorKind::TooLarge { limit: a },
             _ => return None,
         })
     }
@@ -513,6 +599,7 @@ impl StmError {
             StmError::InvalidName(_) => (ErrorCode::InvalidName, (0, 0)),
             StmError::NotFound(_) => (ErrorCode::NotFound, (0, 0)),
             StmError::WrongKind { is, .. } => (ErrorCode::WrongKind, (i64::from(is.code()), 0)),
+            StmError::Denied { op, .. } => (ErrorCode::Denied, (op.code(), 0)),
         }
     }
 
@@ -551,18 +638,30 @@ impl StmError {
                 name: detail.to_owned(),
                 is: u8::try_from(a).ok().and_then(Kind::from_code)?,
             },
+            // A user name has no '/' (it is a key chunk): the container's name follows it.
+            ErrorCode::Denied => {
+                let (user, container) = detail.split_once('/')?;
+                StmError::Denied {
+                    user: user.to_owned(),
+                    op: Permission::from_code(a)?,
+                    container: container.to_owned(),
+                }
+            }
             _ => return None,
         })
     }
 
     /// The name or description the error carries, for [`from_code`](Self::from_code).
-    pub fn detail(&self) -> &str {
+    pub fn detail(&self) -> Cow<'_, str> {
         match self {
-            StmError::NameTaken(s) | StmError::Unreachable(s) => s,
-            StmError::InvalidArgument(s) | StmError::Unsupported(s) => s,
-            StmError::InvalidName(s) | StmError::NotFound(s) => s,
-            StmError::WrongKind { name, .. } => name,
-            _ => "",
+            StmError::NameTaken(s) | StmError::Unreachable(s) => s.into(),
+            StmError::InvalidArgument(s) | StmError::Unsupported(s) => s.as_ref().into(),
+            StmError::InvalidName(s) | StmError::NotFound(s) => s.into(),
+            StmError::WrongKind { name, .. } => name.into(),
+            StmError::Denied {
+                user, container, ..
+            } => format!("{user}/{container}").into(),
+            _ => "".into(),
         }
     }
 }

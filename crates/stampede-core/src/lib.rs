@@ -125,7 +125,9 @@ pub use channel::{Channel, ChannelStats, Selector};
 pub use connection::{InputConnection, OutputConnection, PutOptions};
 pub use container::{Container, ContainerOptions, Named};
 pub use correlate::{Correlated, Correlator, Match};
-pub use error::{ErrorCode, Figures, GetError, Neighbors, PutError, PutErrorKind, StmError};
+pub use error::{
+    ErrorCode, Figures, GetError, Neighbors, Permission, PutError, PutErrorKind, StmError,
+};
 pub use gc::{GcStats, Hold, HoldCause, WatermarkReport};
 pub use ids::{ConnId, ContainerId, TaskId};
 pub use item::{

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use stampede_core::{ErrorCode, GetError, Neighbors, PutErrorKind, StmError, ZoneId};
+use stampede_core::{ErrorCode, GetError, Neighbors, Permission, PutErrorKind, StmError, ZoneId};
 
 #[test]
 fn codes_are_unique_and_round_trip_through_their_numbers() {
@@ -38,10 +38,15 @@ fn every_error_is_rebuilt_from_its_code() {
         StmError::TooManyConnections(64),
         StmError::InvalidArgument("why".into()),
         StmError::Unreachable("where".into()),
+        StmError::Denied {
+            user: "bob".into(),
+            op: Permission::Write,
+            container: "video/frames".into(),
+        },
     ];
     for e in stm {
         let (code, figures) = e.code();
-        assert_eq!(StmError::from_code(code, figures, e.detail()), Some(e));
+        assert_eq!(StmError::from_code(code, figures, &e.detail()), Some(e));
     }
     let n = Neighbors {
         below: Some(1),

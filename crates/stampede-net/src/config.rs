@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::access::Access;
 use crate::endpoint::validate_endpoint;
 use crate::error::{zenoh_text, NetError};
+use crate::quota::Quotas;
 
 /// How the Zenoh session of an address space takes part in the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -106,6 +108,13 @@ pub struct Config {
     ///
     /// [`Space::metrics`]: crate::Space::metrics
     pub metrics_listen: Option<String>,
+    /// Which users may create, read, write or close which containers this space owns
+    /// ([`Access`]); `None` (the default) allows everything. With a
+    /// [`credentials_file`](Config::credentials_file) too, this side also has Zenoh drop,
+    /// on each user's links, requests sent under another user's name.
+    pub access: Option<Access>,
+    /// What one other address space may make this space hold as owner ([`Quotas`]).
+    pub quotas: Quotas,
     /// Further Zenoh settings as `(path, JSON5 value)`, applied last.
     pub zenoh: Vec<(String, String)>,
 }
@@ -129,6 +138,8 @@ impl Default for Config {
             queue_prefetch: 0,
             push_loss: 0,
             metrics_listen: None,
+            access: None,
+            quotas: Quotas::default(),
             zenoh: Vec::new(),
         }
     }
@@ -137,7 +148,7 @@ impl Default for Config {
 /// Where a peer listens when told nothing: any interface, a port the system picks.
 pub const DEFAULT_PEER_LISTEN: &str = "tcp/0.0.0.0:0";
 
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for c in s.chars() {
@@ -206,6 +217,19 @@ impl Config {
         self
     }
 
+    /// Enforces these access rules on the containers this space owns.
+    pub fn access(mut self, access: Access) -> Self {
+        self.access = Some(access);
+        self
+    }
+
+    /// The user this space's requests carry: its credentials', or `anonymous`.
+    pub fn user(&self) -> &str {
+        self.credentials
+            .as_ref()
+            .map_or(crate::access::ANONYMOUS, |(u, _)| u.as_str())
+    }
+
     /// Sets TLS.
     pub fn tls(mut self, tls: Tls) -> Self {
         self.tls = Some(tls);
@@ -260,6 +284,10 @@ impl Config {
         )?;
         set("transport/link/tx/keep_alive", "4".into())?;
         set(
+            "transport/link/rx/max_message_size",
+            self.quotas.max_message_bytes().to_string(),
+        )?;
+        set(
             "transport/shared_memory/enabled",
             (self.shm_pool > 0).to_string(),
         )?;
@@ -298,6 +326,7 @@ impl Config {
                 t.verify_name.to_string(),
             )?;
         }
+        crate::access::valid_user(self.user()).map_err(NetError::Config)?;
         if let Some((u, p)) = &self.credentials {
             set("transport/auth/usrpwd/user", json_str(u))?;
             set("transport/auth/usrpwd/password", json_str(p))?;
@@ -307,6 +336,11 @@ impl Config {
                 "transport/auth/usrpwd/dictionary_file",
                 json_str(&f.to_string_lossy()),
             )?;
+            if let Some(a) = &self.access {
+                for (k, v) in crate::access::zenoh_rules(a, f)? {
+                    set(&k, v)?;
+                }
+            }
         }
         for (k, v) in &self.zenoh {
             set(k, v.clone())?;

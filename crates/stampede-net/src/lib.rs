@@ -38,6 +38,7 @@
     unreachable_pub
 )]
 
+mod access;
 mod code;
 mod config;
 mod endpoint;
@@ -50,6 +51,7 @@ mod marks;
 mod metrics;
 mod pipe;
 mod publishers;
+mod quota;
 mod registrar;
 mod remote;
 mod server;
@@ -63,6 +65,7 @@ mod wire;
 pub mod wire;
 mod zbytes;
 
+pub use access::{Access, ANONYMOUS};
 pub use code::{Call, InvokeError};
 pub use config::{
     size_zenoh_runtime_in_main, zenoh_runtime_for_this_machine, Config, Mode, Tls,
@@ -70,6 +73,7 @@ pub use config::{
 };
 pub use endpoint::validate_endpoint;
 pub use error::NetError;
+pub use quota::Quotas;
 pub use space::{NameEvent, NameWatch, Space, SpaceStats, SpaceWatermark, ZoneWatermark};
 pub use wire::{Kind, NameRecord};
 

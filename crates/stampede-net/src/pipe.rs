@@ -84,7 +84,7 @@ impl Pipe {
     ) -> Result<Arc<Pipe>, String> {
         let publisher = sh
             .session
-            .declare_publisher(sh.key("put", owner))
+            .declare_publisher(sh.to_owner("put", owner))
             .congestion_control(zenoh::qos::CongestionControl::Block)
             .wait()
             .map_err(|e| crate::error::zenoh_text(&e))?;

@@ -34,22 +34,30 @@ pub(crate) struct Registrar {
     router: Mutex<Option<String>>,
 }
 
+/// Who settles a client's claims.
+pub(crate) enum Settler {
+    /// Its router, now connected or last seen.
+    Router(String),
+    /// Nobody: the client is connected to a peer, which routes for it but settles nothing.
+    Nobody,
+    /// It is connected to nothing and has never seen a router.
+    Unknown,
+}
+
 impl Registrar {
-    /// Remembers the router this client is connected to, if it is a space of the
-    /// application, and returns it (or the one remembered before).
-    pub(crate) fn router(&self, sh: &Shared) -> Option<String> {
-        let current = sh
-            .session
-            .info()
-            .routers_zid()
-            .wait()
-            .map(|z| z.to_string())
-            .find(|z| sh.members.is_live(z));
+    /// The router this client is connected to, remembered; or the one it last was.
+    pub(crate) fn router(&self, sh: &Shared) -> Settler {
+        let info = sh.session.info();
+        let current = info.routers_zid().wait().next().map(|z| z.to_string());
         let mut known = lock(&self.router);
         if current.is_some() {
             known.clone_from(&current);
         }
-        known.clone()
+        match known.clone() {
+            Some(r) => Settler::Router(r),
+            None if info.peers_zid().wait().next().is_some() => Settler::Nobody,
+            None => Settler::Unknown,
+        }
     }
 }
 
@@ -68,27 +76,34 @@ pub(crate) fn claim(space: &Space, name: &str) -> Result<(), NetError> {
         }
         Mode::Client => {}
     }
-    let Some(router) = sh.registrar.router(sh) else {
-        // Its router is not a space of the application (a plain Zenoh router): nobody
-        // can settle claims, so they are first come, first served among those reached.
-        return Ok(());
-    };
     let unreachable = |why: String| {
         sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
-        NetError::Unreachable(format!(
-            "name {name:?} not registered: this space's router {router}, which settles \
-             names, {why}"
+        NetError::Unreachable(format!("name {name:?} not registered: {why}"))
+    };
+    let router = match sh.registrar.router(sh) {
+        Settler::Router(r) => r,
+        // A client of a peer: claims are first come, first served among those reached.
+        Settler::Nobody => return Ok(()),
+        Settler::Unknown => {
+            return Err(unreachable(
+                "this client reaches no router to settle names".into(),
+            ))
+        }
+    };
+    let unreachable = |why: &str| {
+        unreachable(format!(
+            "this space's router {router}, which settles names, {why}"
         ))
     };
     if sh.is_dead(&router) {
-        return Err(unreachable("was lost".into()));
+        return Err(unreachable("was lost"));
     }
     // The router answers within one liveliness query of its own.
     let limit = 2 * sh.cfg.op_timeout + sh.cfg.wait_slice;
     let answer = space
         .call(&router, SERVICE, Item::from(name.as_bytes().to_vec()))
         .and_then(|c| c.wait_timeout(limit))
-        .map_err(|e| unreachable(format!("did not answer: {e}")))?;
+        .map_err(|e| unreachable(&format!("did not answer: {e}")))?;
     if answer.wire().is_empty() {
         Ok(())
     } else {

@@ -73,7 +73,7 @@ fn exchange(
     let f = zbytes::frame(&sh.counters.sends, wire::encode_request(req));
     let replies = match sh
         .session
-        .get(sh.key("op", owner))
+        .get(sh.to_owner("op", owner))
         .payload(f.payload)
         .attachment(f.attachment)
         .timeout(limit)
@@ -138,7 +138,7 @@ pub(crate) fn send(sh: &Shared, owner: &str, req: &Request) {
     let f = zbytes::frame(&sh.counters.sends, wire::encode_request(req));
     let _ = sh
         .session
-        .get(sh.key("op", owner))
+        .get(sh.to_owner("op", owner))
         .payload(f.payload)
         .attachment(f.attachment)
         .timeout(sh.cfg.op_timeout)
@@ -756,7 +756,7 @@ impl RemoteLink {
         let f = zbytes::frame(&sh.counters.sends, wire::encode_request(&req));
         let sent = sh
             .notes
-            .get(&sh.session, sh.key("note", self.owner()))
+            .get(&sh.session, sh.to_owner("note", self.owner()))
             .and_then(|p| {
                 p.put(f.payload)
                     .attachment(f.attachment)

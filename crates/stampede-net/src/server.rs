@@ -96,9 +96,9 @@ fn reply(sh: &Shared, q: &Query, r: &Reply) {
 
 /// A failure the core reported, by its stable code: the requester rebuilds the same error.
 /// An error without items travels with its detail (a name, what was invalid) as the text.
-fn stm_error(e: &StmError) -> Reply {
+pub(crate) fn stm_error(e: &StmError) -> Reply {
     let (code, figures) = e.code();
-    Reply::failure(code, figures, e.detail().to_owned())
+    Reply::failure(code, figures, e.detail().into_owned())
 }
 
 fn get_error(e: &GetError) -> Reply {
@@ -109,6 +109,11 @@ fn get_error(e: &GetError) -> Reply {
 fn put_error(e: &PutError) -> Reply {
     let (code, a) = e.kind().code();
     Reply::failure(code, (a, e.ts()), e.to_string())
+}
+
+/// A put refusal's text, as the putter's own error would say it.
+fn kind_text(kind: stampede_core::PutErrorKind, ts: stampede_core::Timestamp) -> String {
+    PutError::new(kind, ts, Item::from(Vec::<u8>::new())).to_string()
 }
 
 fn wire_item(item: &Item) -> WireItem {
@@ -158,6 +163,12 @@ fn attach(
     let zone = owned.zone();
     let key = (t.space.clone(), t.task, t.zone);
     let mut proxies = lock(&sh.surrogates);
+    let held = proxies
+        .iter()
+        .filter(|(k, _)| k.0 == t.space)
+        .map(|(_, s)| lock(&s.conns).len())
+        .sum();
+    crate::quota::connection(sh, &t.space, held).map_err(|e| stm_error(&e))?;
     let s = match proxies.get(&key) {
         Some(s) => s.clone(),
         None => {
@@ -521,6 +532,10 @@ pub(crate) fn store(
     wait: Wait,
 ) -> Result<Reply, Reply> {
     let (s, c, container) = conn(sh, task, id)?;
+    if let Some(kind) = crate::quota::item(sh, &task.space, item.data.len()) {
+        let (code, a) = kind.code();
+        return Err(Reply::failure(code, (a, ts), kind_text(kind, ts)));
+    }
     provider::mirror_visibility(&s.task, vis).map_err(|e| stm_error(&e))?;
     let it = Item::from_wire(item.tag, item.data.clone());
     let mut opts = PutOptions::default().wait(wait);
@@ -651,6 +666,10 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
             return;
         }
     }
+    if let Err(e) = crate::access::check(sh, crate::access::sender(q.key_expr().as_str()), &req) {
+        reply(sh, &q, &stm_error(&e));
+        return;
+    }
     // Creating a named container asks the name server: never on Zenoh's own threads.
     if matches!(req, Request::Create { .. }) {
         let job_sh = sh.clone();
@@ -704,6 +723,9 @@ pub(crate) fn serve_note(sh: &Shared, s: &zenoh::sample::Sample) {
     sh.counters.served.fetch_add(1, Ordering::Relaxed);
     if sh.is_dead(&task.space) {
         sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if crate::access::check(sh, crate::access::sender(s.key_expr().as_str()), &req).is_err() {
         return;
     }
     if let Reply::Error { text, .. } = execute(sh, &req, Wait::Never) {

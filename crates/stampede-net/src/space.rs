@@ -144,6 +144,9 @@ pub(crate) struct Shared {
     pub(crate) code: Code,
     /// Who settles this space's name claims (see `registrar`).
     pub(crate) registrar: Registrar,
+    /// The user this space's requests carry, and who asks this space as owner.
+    pub(crate) user: String,
+    pub(crate) guard: crate::access::Guard,
     /// This space's metrics (its runtime's and its own counters), and where they are
     /// served, if anywhere.
     metrics: Metrics,
@@ -167,6 +170,8 @@ pub(crate) struct Counters {
     pub(crate) push_received: AtomicU64,
     /// Shared with the callbacks of consumes sent without waiting.
     pub(crate) consume_failed: Arc<AtomicU64>,
+    pub(crate) denied: AtomicU64,
+    pub(crate) quota_refused: AtomicU64,
     pub(crate) events_sent: AtomicU64,
     pub(crate) events_received: AtomicU64,
     /// Shared with the owner's event hooks.
@@ -263,11 +268,16 @@ pub struct SpaceStats {
     pub invocations_failed: u64,
     /// Answers that arrived after their call stopped waiting.
     pub answers_late: u64,
+    /// Requests this space, as owner, refused under its access rules.
+    pub denied: u64,
+    /// Requests this space, as owner, refused as over a quota (item size, connections,
+    /// waiting puts).
+    pub quota_refused: u64,
 }
 
 impl SpaceStats {
     /// Every counter as (name, what it counts, value): the one table the metrics export.
-    pub fn counters(&self) -> [(&'static str, &'static str, u64); 31] {
+    pub fn counters(&self) -> [(&'static str, &'static str, u64); 33] {
         [
             ("served", "Requests served for other address spaces.", self.served),
             ("malformed", "Requests that could not be decoded (answered with an error).", self.malformed),
@@ -300,6 +310,8 @@ impl SpaceStats {
             ("invocations_unknown", "Invocations that reached this space for a name it does not serve (each answered with the error).", self.invocations_unknown),
             ("invocations_failed", "Failures of this space's invocations reported back to it: an unknown name or a handler that failed, for calls and one-way invocations alike.", self.invocations_failed),
             ("answers_late", "Answers that arrived after their call stopped waiting.", self.answers_late),
+            ("denied", "Requests this space, as owner, refused under its access rules (see Config::access).", self.denied),
+            ("quota_refused", "Requests this space, as owner, refused as over a quota: item size, connections, waiting puts (see Config::quotas).", self.quota_refused),
         ]
     }
 }
@@ -307,6 +319,12 @@ impl SpaceStats {
 impl Shared {
     pub(crate) fn key(&self, what: &str, space: &str) -> String {
         format!("stampede/{}/{what}/{space}", self.app)
+    }
+
+    /// The key of this space's requests of kind `what` (`op`, `put`, `note`) to `owner`:
+    /// it ends with this space's user, which the owner checks its access rules against.
+    pub(crate) fn to_owner(&self, what: &str, owner: &str) -> String {
+        format!("stampede/{}/{what}/{owner}/{}", self.app, self.user)
     }
 
     pub(crate) fn is_dead(&self, space: &str) -> bool {
@@ -320,6 +338,7 @@ impl Shared {
             return;
         }
         self.counters.spaces_lost.fetch_add(1, Ordering::Relaxed);
+        self.guard.forget(space);
         tracing::info!(space, "address space left");
         let gone: Vec<_> = {
             let mut s = lock(&self.surrogates);
@@ -665,6 +684,7 @@ impl Space {
         let (intake, acks_rx) = Intake::new();
         let (hurry, hurried) = crossbeam_channel::bounded(1);
         let (events, queues) = Events::new();
+        let user = cfg.user().to_owned();
         let sh = Arc::new(Shared {
             app: app.to_owned(),
             id: id.clone(),
@@ -694,6 +714,8 @@ impl Space {
             events,
             code: Code::default(),
             registrar: Registrar::default(),
+            user,
+            guard: Default::default(),
             keep: Mutex::default(),
             metrics: Metrics::new(),
             metrics_addr: Mutex::default(),
@@ -912,7 +934,7 @@ impl Space {
         let weak = Arc::downgrade(sh);
         let q = sh
             .session
-            .declare_queryable(sh.key("op", &sh.id))
+            .declare_queryable(format!("{}/*", sh.key("op", &sh.id)))
             .callback(move |q| {
                 if let Some(sh) = weak.upgrade() {
                     server::serve(&sh, q);
@@ -975,7 +997,7 @@ impl Space {
         let weak = Arc::downgrade(sh);
         let sub = sh
             .session
-            .declare_subscriber(sh.key("put", &sh.id))
+            .declare_subscriber(format!("{}/*", sh.key("put", &sh.id)))
             .callback(move |s| {
                 if let Some(sh) = weak.upgrade() {
                     crate::intake::serve(&sh, &s);
@@ -988,7 +1010,7 @@ impl Space {
         let weak = Arc::downgrade(sh);
         let sub = sh
             .session
-            .declare_subscriber(sh.key("note", &sh.id))
+            .declare_subscriber(format!("{}/*", sh.key("note", &sh.id)))
             .callback(move |s| {
                 if let Some(sh) = weak.upgrade() {
                     server::serve_note(&sh, &s);
@@ -1176,6 +1198,8 @@ impl Space {
             invocations_unknown: l(&self.sh.code.counters.unknown),
             invocations_failed: l(&self.sh.code.counters.failed),
             answers_late: l(&self.sh.code.counters.late),
+            denied: l(&c.denied),
+            quota_refused: l(&c.quota_refused),
         }
     }
 

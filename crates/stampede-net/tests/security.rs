@@ -1,5 +1,5 @@
-//! TLS and user/password authentication: what is configured is enforced, and a refused
-//! address space gets a clear error instead of a hang.
+//! TLS and user/password authentication, and access rules: what is configured is
+//! enforced, and a refused address space gets a clear error instead of a hang.
 
 mod common;
 
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::{app, free_port};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use stampede_core::{ContainerOptions, Selector, INFINITY};
-use stampede_net::{Config, NetError, Space, Tls};
+use stampede_core::{ContainerOptions, Permission, PutErrorKind, Selector, StmError, INFINITY};
+use stampede_net::{Access, Config, NetError, Quotas, Space, Tls};
+use zenoh::Wait as _;
 
 const T: Duration = Duration::from_secs(10);
 
@@ -163,4 +164,252 @@ fn unreachable_router_is_not_an_auth_error() {
         Err(other) => panic!("expected Connect, got {other}"),
         Ok(_) => panic!("joined with no router"),
     }
+}
+
+/// A denied request is `Denied`, naming the user, the operation and the container.
+fn assert_denied<T: std::fmt::Debug>(
+    r: Result<T, StmError>,
+    user: &str,
+    op: Permission,
+    container: &str,
+) {
+    match r {
+        Err(StmError::Denied {
+            user: u,
+            op: o,
+            container: c,
+        }) => assert_eq!((u.as_str(), o, c.as_str()), (user, op, container)),
+        other => panic!("{user} {op} {container}: expected Denied, got {other:?}"),
+    }
+}
+
+#[test]
+fn access_rules_are_enforced_by_the_owner() {
+    let dir = Dir::new("access");
+    let users = dir.write(
+        "users.txt",
+        "camera:s3cret\nviewer:v1ewer\nintruder:1ntruder\n",
+    );
+    let rules = "# user   permissions   containers\n\
+                 camera   read,write    video/**\n\
+                 viewer   read          video/**\n\
+                 *        read          public/*\n\
+                 camera   create        cams/*\n";
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("access");
+    let mut rcfg = Config::router(ep.clone())
+        .credentials("router", "r0uter")
+        .access(Access::parse(rules).unwrap());
+    rcfg.credentials_file = Some(users);
+    let router = Space::join(&app, rcfg).unwrap();
+    for name in ["video/frames", "public/news", "private/log"] {
+        router
+            .channel(ContainerOptions::unbounded().name(name))
+            .unwrap();
+    }
+    let client = |user: &str, password: &str| {
+        Space::join(
+            &app,
+            quick(Config::client(ep.clone()).credentials(user, password)),
+        )
+        .unwrap()
+    };
+    let (camera, viewer, intruder) = (
+        client("camera", "s3cret"),
+        client("viewer", "v1ewer"),
+        client("intruder", "1ntruder"),
+    );
+    let frames = |s: &Space| s.lookup_channel("video/frames", T).unwrap();
+
+    let t = camera.task(0).unwrap();
+    t.attach_output(&frames(&camera))
+        .unwrap()
+        .put(1, "frame")
+        .unwrap();
+    t.attach_input(&frames(&camera)).unwrap();
+    let t = viewer.task(0).unwrap();
+    let (ts, _) = t
+        .attach_input(&frames(&viewer))
+        .unwrap()
+        .get_timeout(Selector::Oldest, T)
+        .unwrap();
+    assert_eq!(ts, 1);
+    assert_denied(
+        t.attach_output(&frames(&viewer)),
+        "viewer",
+        Permission::Write,
+        "video/frames",
+    );
+    let t = intruder.task(0).unwrap();
+    let private = intruder.lookup_channel("private/log", T).unwrap();
+    assert_denied(
+        t.attach_input(&private),
+        "intruder",
+        Permission::Read,
+        "private/log",
+    );
+    t.attach_input(&intruder.lookup_channel("public/news", T).unwrap())
+        .unwrap();
+    assert_denied(
+        frames(&intruder).close(),
+        "intruder",
+        Permission::Close,
+        "video/frames",
+    );
+    let created = camera.channel_on(router.id(), ContainerOptions::unbounded().name("cams/1"));
+    assert!(created.is_ok(), "{created:?}");
+    let made = |s: &Space, name: &str| match s
+        .channel_on(router.id(), ContainerOptions::unbounded().name(name))
+    {
+        Err(NetError::Stm(e)) => Err(e),
+        other => other.map(|_| ()).map_err(|e| panic!("{e}")),
+    };
+    assert_denied(
+        made(&intruder, "cams/2"),
+        "intruder",
+        Permission::Create,
+        "cams/2",
+    );
+    assert_denied(
+        made(&camera, "video/new"),
+        "camera",
+        Permission::Create,
+        "video/new",
+    );
+    assert_eq!(router.stats().denied, 5);
+    // The channel is still open for those allowed.
+    let t = camera.task(0).unwrap();
+    t.attach_output(&frames(&camera))
+        .unwrap()
+        .put(2, "frame")
+        .unwrap();
+
+    // Requests under another user's name never reach the owner: the router drops them on
+    // the intruder's link, while its requests under its own name are answered.
+    let mut raw = zenoh::Config::default();
+    for (k, v) in [
+        ("mode", "\"client\"".to_owned()),
+        ("connect/endpoints", format!("[\"{ep}\"]")),
+        ("scouting/multicast/enabled", "false".to_owned()),
+        ("transport/auth/usrpwd/user", "\"intruder\"".to_owned()),
+        ("transport/auth/usrpwd/password", "\"1ntruder\"".to_owned()),
+    ] {
+        raw.insert_json5(k, &v).unwrap();
+    }
+    let raw = zenoh::open(raw).wait().unwrap();
+    let answers = |user: &str| {
+        raw.get(format!("stampede/{app}/op/{}/{user}", router.id()))
+            .payload(vec![0xffu8; 4])
+            .timeout(Duration::from_secs(2))
+            .wait()
+            .unwrap()
+            .into_iter()
+            .count()
+    };
+    assert_eq!(answers("intruder"), 1, "the owner answers its own user");
+    assert_eq!(answers("camera"), 0, "a request under another user's name");
+    assert_eq!(answers("anonymous"), 0, "a request under no user's name");
+}
+
+#[test]
+fn access_rules_and_their_errors_keep_secrets() {
+    let dir = Dir::new("secrets");
+    let users = dir.write("users.txt", "ok:pw-never-shown\nbad/name:pw-never-shown\n");
+    let mut cfg = Config::router(format!("tcp/127.0.0.1:{}", free_port()))
+        .access(Access::parse("ok read **\n").unwrap());
+    cfg.credentials_file = Some(users);
+    match Space::join(&app("secrets"), cfg) {
+        Err(NetError::Config(msg)) => {
+            assert!(msg.contains("bad/name"), "{msg}");
+            assert!(!msg.contains("pw-never-shown"), "{msg}");
+        }
+        Err(other) => panic!("expected Config, got {other}"),
+        Ok(_) => panic!("joined with an unusable user name"),
+    }
+    let denied = StmError::Denied {
+        user: "ok".into(),
+        op: Permission::Write,
+        container: "x".into(),
+    };
+    assert!(!denied.to_string().contains("pw"), "{denied}");
+}
+
+/// A peer that sends items over the owner's quota, opens connections without end and floods
+/// its put and request keys with garbage gets typed errors and counts, and the owner goes
+/// on serving everyone else.
+#[test]
+fn an_owner_keeps_its_quotas_against_a_hostile_peer() {
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("hostile");
+    let mut cfg = Config::router(ep.clone());
+    cfg.quotas = Quotas {
+        max_item_bytes: 1 << 20,
+        max_connections: 8,
+        max_waiting_puts: 64,
+    };
+    let owner = Space::join(&app, cfg).unwrap();
+    let frames = owner
+        .channel(ContainerOptions::bounded(4).name("frames"))
+        .unwrap();
+    let reader = owner.task(0).unwrap();
+    let input = reader.attach_input(&frames).unwrap();
+    let hostile = Space::join(&app, Config::client(ep.clone())).unwrap();
+    let remote = hostile.lookup_channel("frames", T).unwrap();
+    let t = hostile.task(0).unwrap();
+    let out = t.attach_output(&remote).unwrap();
+    // Too large: refused with the limit, the item handed back.
+    let e = match out.put(1, vec![7u8; 2 << 20]) {
+        Err(e) => e,
+        Ok(()) => out.flush().unwrap_err(),
+    };
+    assert_eq!(e.kind(), PutErrorKind::TooLarge { limit: 1 << 20 });
+    // At the limit is fine.
+    out.put(2, vec![7u8; 1 << 20]).unwrap();
+    out.flush().unwrap();
+    assert_eq!(input.get_timeout(Selector::Oldest, T).unwrap().0, 2);
+    // Connections: eight at most, counting the output above.
+    let mut held = Vec::new();
+    let refused = loop {
+        match t.attach_input(&remote) {
+            Ok(c) => held.push(c),
+            Err(e) => break e,
+        }
+        assert!(held.len() < 100, "no connection quota");
+    };
+    assert_eq!(held.len(), 7);
+    assert_eq!(refused, StmError::TooManyConnections(8));
+    // Garbage on the request and put keys, and a message beyond the link's limit.
+    let raw = {
+        let mut c = zenoh::Config::default();
+        for (k, v) in [
+            ("mode", "\"client\"".to_owned()),
+            ("connect/endpoints", format!("[\"{ep}\"]")),
+            ("scouting/multicast/enabled", "false".to_owned()),
+        ] {
+            c.insert_json5(k, &v).unwrap();
+        }
+        zenoh::open(c).wait().unwrap()
+    };
+    let put_key = format!("stampede/{app}/put/{}/anonymous", owner.id());
+    for i in 0..20_000u32 {
+        raw.put(&put_key, i.to_le_bytes().to_vec()).wait().unwrap();
+    }
+    raw.put(&put_key, vec![1u8; 8 << 20]).wait().unwrap();
+    // Everyone else is served: a second client puts and the owner gets it.
+    let good = Space::join(&app, Config::client(ep.clone())).unwrap();
+    let g = good.task(0).unwrap();
+    let gout = g
+        .attach_output(&good.lookup_channel("frames", T).unwrap())
+        .unwrap();
+    input.consume_until(2).unwrap();
+    gout.put(3, "fine").unwrap();
+    gout.flush().unwrap();
+    assert_eq!(input.get_timeout(Selector::Oldest, T).unwrap().0, 3);
+    let stats = owner.stats();
+    assert_eq!(stats.quota_refused, 2, "{stats:?}");
+    assert!(stats.malformed >= 1, "{stats:?}");
+    eprintln!(
+        "refused as over quota: {}, malformed messages: {}",
+        stats.quota_refused, stats.malformed
+    );
 }

@@ -51,6 +51,8 @@ exception_types!(
     ConfigError,
     ConnectError,
     AuthRejected,
+    Denied,
+    TooLarge,
     NotFound,
     WrongKind,
     InvalidName,
@@ -145,6 +147,8 @@ fn class(code: ErrorCode) -> Exc {
         ErrorCode::InvalidTimestamp => Exc::InvalidTimestamp,
         ErrorCode::ZeroConsumers => Exc::ZeroConsumers,
         ErrorCode::Unsupported => Exc::NotLocal,
+        ErrorCode::Denied => Exc::Denied,
+        ErrorCode::TooLarge => Exc::TooLarge,
         _ => Exc::StampedeError,
     }
 }
@@ -207,6 +211,11 @@ pub(crate) fn stm_error(py: Python<'_>, e: StmError) -> PyErr {
         } => raise(py, cls, (msg, requested, visibility)),
         StmError::NotFound(name) => raise(py, cls, (msg, name)),
         StmError::WrongKind { name, is } => raise(py, cls, (msg, name, is.to_string())),
+        StmError::Denied {
+            user,
+            op,
+            container,
+        } => raise(py, cls, (msg, user, op.name(), container)),
         _ => raise(py, cls, (msg,)),
     }
 }

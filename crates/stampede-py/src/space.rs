@@ -179,6 +179,10 @@ pub(crate) struct SpaceStats {
     invocations_failed: u64,
     /// Answers that arrived after their call stopped waiting.
     answers_late: u64,
+    /// Requests this space, as owner, refused under its access rules.
+    denied: u64,
+    /// Requests this space, as owner, refused as over a quota.
+    quota_refused: u64,
 }
 
 /// One address space's answer to ``Space.explain_cluster``: what holds a zone's watermark
@@ -298,13 +302,20 @@ impl Space {
     /// asked again; ``None`` keeps the default. ``queue_prefetch`` is how many more waiting
     /// items a get on another space's queue takes ahead, held by the connection as a lease
     /// (0: none). ``metrics_listen`` (``"host:port"``) serves the space's metrics over HTTP
-    /// (``GET /metrics``). Raises ``ConfigError``, ``ConnectError`` or ``AuthRejected``.
+    /// (``GET /metrics``). ``access_file`` holds the access rules this space enforces on the
+    /// containers it owns (lines ``user permissions pattern``; see the distribution guide);
+    /// a denied request raises ``Denied`` in the requesting space. ``max_item_bytes``,
+    /// ``max_connections`` and ``max_waiting_puts`` are its quotas for each other space
+    /// (``None`` keeps the default; see the distribution guide). Raises ``ConfigError``,
+    /// ``ConnectError`` or ``AuthRejected``.
     #[staticmethod]
     #[pyo3(signature = (
         app, *, mode = "peer", listen = Vec::new(), connect = Vec::new(), tls = None,
         user = None, password = None, credentials_file = None, lease = None,
         op_timeout = None, wait_slice = None, connect_timeout = None,
         multicast_scouting = false, shm_pool = None, queue_prefetch = 0, metrics_listen = None,
+        access_file = None, max_item_bytes = None, max_connections = None,
+        max_waiting_puts = None,
     ))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn join(
@@ -325,6 +336,10 @@ impl Space {
         shm_pool: Option<usize>,
         queue_prefetch: u32,
         metrics_listen: Option<String>,
+        access_file: Option<PathBuf>,
+        max_item_bytes: Option<usize>,
+        max_connections: Option<usize>,
+        max_waiting_puts: Option<usize>,
     ) -> PyResult<Py<Space>> {
         let mut cfg = Config {
             mode: self::mode(py, mode)?,
@@ -366,6 +381,19 @@ impl Space {
         }
         if let Some(bytes) = shm_pool {
             cfg.shm_pool = bytes;
+        }
+        let q = &mut cfg.quotas;
+        for (given, field) in [
+            (max_item_bytes, &mut q.max_item_bytes),
+            (max_connections, &mut q.max_connections),
+            (max_waiting_puts, &mut q.max_waiting_puts),
+        ] {
+            if let Some(n) = given {
+                *field = n;
+            }
+        }
+        if let Some(path) = access_file {
+            cfg.access = Some(net::Access::from_file(path).map_err(|e| errors::net_error(py, e))?);
         }
         let space = py
             .detach(|| net::Space::join(app, cfg))
@@ -566,6 +594,8 @@ impl Space {
             invocations_unknown: s.invocations_unknown,
             invocations_failed: s.invocations_failed,
             answers_late: s.answers_late,
+            denied: s.denied,
+            quota_refused: s.quota_refused,
         })
     }
 

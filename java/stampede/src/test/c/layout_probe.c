@@ -71,6 +71,8 @@ int main(void) {
     FIELD(stp_space_stats, invocations_unknown);
     FIELD(stp_space_stats, invocations_failed);
     FIELD(stp_space_stats, answers_late);
+    FIELD(stp_space_stats, denied);
+    FIELD(stp_space_stats, quota_refused);
 
     SIZE(stp_watermark);
     FIELD(stp_watermark, zone);

@@ -26,6 +26,7 @@ public final class Config {
     String user;
     String password;
     String credentialsFile;
+    String accessFile;
     String rootCa;
     String certificate;
     String privateKey;
@@ -33,6 +34,7 @@ public final class Config {
     Duration opTimeout;
     Duration connectTimeout;
     Long shmPool;
+    long[] quotas;
     Boolean multicastScouting;
     Integer queuePrefetch;
     Long spinRounds;
@@ -49,6 +51,7 @@ public final class Config {
         c.user = user;
         c.password = password;
         c.credentialsFile = credentialsFile;
+        c.accessFile = accessFile;
         c.rootCa = rootCa;
         c.certificate = certificate;
         c.privateKey = privateKey;
@@ -56,6 +59,7 @@ public final class Config {
         c.opTimeout = opTimeout;
         c.connectTimeout = connectTimeout;
         c.shmPool = shmPool;
+        c.quotas = quotas;
         c.multicastScouting = multicastScouting;
         c.queuePrefetch = queuePrefetch;
         c.spinRounds = spinRounds;
@@ -109,6 +113,15 @@ public final class Config {
         return c;
     }
 
+    /** Enforces the access rules of a file (lines {@code user permissions pattern}) on the
+     * containers this space owns; a denied request throws {@code Denied} in the requesting
+     * space. */
+    public Config accessFile(String path) {
+        Config c = copy();
+        c.accessFile = path;
+        return c;
+    }
+
     /** TLS: the root certificate to trust, and this space's certificate and key (each may be
      * {@code null}). */
     public Config tls(String rootCa, String certificate, String privateKey) {
@@ -133,6 +146,16 @@ public final class Config {
     public Config shmPool(long bytes) {
         Config c = copy();
         c.shmPool = bytes;
+        return c;
+    }
+
+    /** This space's quotas for each other address space, as owner: the largest item it
+     * accepts (bytes; a larger put throws {@code TooLarge}), the most connections one space
+     * may hold, and the most puts one connection may have waiting for room; 0 keeps a
+     * default. */
+    public Config quotas(long maxItemBytes, long maxConnections, long maxWaitingPuts) {
+        Config c = copy();
+        c.quotas = new long[] {maxItemBytes, maxConnections, maxWaitingPuts};
         return c;
     }
 

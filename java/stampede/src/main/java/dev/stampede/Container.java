@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -16,8 +15,8 @@ public abstract sealed class Container extends Handle permits Channel, Queue, Re
     private final String name;
     private final boolean local;
     private volatile Waiters waiters;
-    /** Garbage-handler stubs live as long as the container may call them. */
-    static final List<Arena> HANDLER_ARENAS = new ArrayList<>();
+    /** The key of this handle's garbage handler ({@link Upcalls}), 0 until it has one. */
+    private long garbageKey;
 
     Container(MemorySegment ptr, Kind kind, Runtime runtime, String name) {
         super(ptr, Native.CONTAINER_FREE[kind.ordinal()], kind.name().toLowerCase(),
@@ -29,7 +28,6 @@ public abstract sealed class Container extends Handle permits Channel, Queue, Re
         } catch (Throwable t) {
             throw Native.fail(t);
         }
-        res.beforeFree(this::endWaiters);
     }
 
     /** What kind of container it is. */
@@ -75,7 +73,9 @@ public abstract sealed class Container extends Handle permits Channel, Queue, Re
                 w = waiters;
                 if (w == null) {
                     w = new Waiters();
-                    w.subscription = new Subscription(this, w);
+                    w.subscriptions = List.of(new Subscription(this, w));
+                    // Not this::something: what the cleaner runs must not reach the handle.
+                    res.beforeFree(w::end);
                     waiters = w;
                 }
             }
@@ -83,29 +83,31 @@ public abstract sealed class Container extends Handle permits Channel, Queue, Re
         return w;
     }
 
-    private void endWaiters() {
-        Waiters w = waiters;
-        if (w != null) {
-            w.subscription.close();
-            w.accept(Long.MIN_VALUE);
-        }
-    }
-
-    /** Registers {@code handler} for reclaimed (channel) or consumed (queue) items. */
-    void garbage(GarbageHandler handler) {
-        Arena arena = Arena.ofShared();
-        MemorySegment stub = Upcalls.garbage(handler, arena);
+    /** Registers {@code handler} for reclaimed (channel) or consumed (queue) items; a second
+     * registration through the same handle replaces the first under the same key. */
+    synchronized void garbage(GarbageHandler handler) {
         MemorySegment p = res.enter();
         try {
-            int s = (int) Native.ON_GARBAGE[kind().ordinal()].invokeExact(p, stub,
-                    MemorySegment.NULL);
+            if (garbageKey == 0) {
+                garbageKey = Upcalls.newKey();
+                runtime.children.addGarbageKey(garbageKey);
+            }
+            long key = garbageKey;
+            // Known before the C library can call it; put back as it was if the call fails.
+            Object before = runtime.callbacks.put(key, handler);
+            Upcalls.setGarbageHandler(key, handler);
+            int s = (int) Native.ON_GARBAGE[kind().ordinal()].invokeExact(p, Upcalls.COLLECTED,
+                    MemorySegment.ofAddress(key));
             if (s != 0) {
                 RuntimeException e = StampedeException.last(Status.of(s), null, null);
-                arena.close();
+                if (before == null) {
+                    runtime.callbacks.remove(key);
+                    Upcalls.forgetGarbageHandler(key);
+                } else {
+                    runtime.callbacks.put(key, before);
+                    Upcalls.setGarbageHandler(key, (GarbageHandler) before);
+                }
                 throw e;
-            }
-            synchronized (HANDLER_ARENAS) {
-                HANDLER_ARENAS.add(arena);
             }
         } catch (Throwable t) {
             throw Native.fail(t);

@@ -34,7 +34,6 @@ public final class Correlator extends Handle {
         for (ChannelInput in : inputs) {
             channels.add(in.container);
         }
-        res.beforeFree(this::endWaiters);
     }
 
     /** A correlator of exactly matching timestamps. */
@@ -83,21 +82,14 @@ public final class Correlator extends Handle {
                         subs.add(c.onArrival(made));
                     }
                     made.subscriptions = subs;
+                    // Not this::something: what the cleaner runs must not reach the handle.
+                    res.beforeFree(made::end);
                     waiters = made;
                     w = made;
                 }
             }
         }
         return w;
-    }
-
-    private void endWaiters() {
-        Waiters w = waiters;
-        if (w != null && w.subscriptions != null) {
-            for (Subscription s : w.subscriptions) {
-                s.close();
-            }
-        }
     }
 
     /** The next set, waiting as long as it takes. */

@@ -15,11 +15,18 @@ abstract class Handle implements AutoCloseable {
     private final Cleaner.Cleanable cleanable;
 
     Handle(MemorySegment ptr, MethodHandle free, String what, Children owner, int rank) {
+        this(ptr, free, what, owner, rank, null);
+    }
+
+    /** A handle that releases {@code made}, what was made from it, before itself: when closed
+     * and when cleaned. */
+    Handle(MemorySegment ptr, MethodHandle free, String what, Children owner, int rank,
+           Children made) {
         res = new Resource(ptr, free, what);
         if (owner != null) {
             owner.add(res, rank);
         }
-        cleanable = CLEANER.register(this, res);
+        cleanable = CLEANER.register(this, made == null ? res : made.releasing(res));
     }
 
     /** Releases the handle (idempotent). Calls on it afterwards throw

@@ -47,7 +47,7 @@ final class Layouts {
             "view_hits", "register_hits", "leased", "lease_hits", "view_snapshots",
             "seen_refused", "sent_as_received", "sent_fresh", "loans_shared", "loans_plain",
             "invocations_sent", "invocations_served", "invocations_unknown", "invocations_failed",
-            "answers_late");
+            "answers_late", "denied", "quota_refused");
 
     static final StructLayout SPACE_STATS =
             u64s("stp_space_stats", SPACE_COUNTERS.toArray(String[]::new));

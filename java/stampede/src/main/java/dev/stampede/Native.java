@@ -173,9 +173,11 @@ final class Native {
     static final MethodHandle CONFIG_CONNECT = fn("stp_config_connect", I, P, P);
     static final MethodHandle CONFIG_CREDENTIALS = fn("stp_config_credentials", I, P, P, P);
     static final MethodHandle CONFIG_CREDENTIALS_FILE = fn("stp_config_credentials_file", I, P, P);
+    static final MethodHandle CONFIG_ACCESS_FILE = fn("stp_config_access_file", I, P, P);
     static final MethodHandle CONFIG_TLS = fn("stp_config_tls", I, P, P, P, P);
     static final MethodHandle CONFIG_TIMEOUTS = fn("stp_config_timeouts", I, P, L, L, L);
     static final MethodHandle CONFIG_SHM_POOL = fn("stp_config_shm_pool", I, P, L);
+    static final MethodHandle CONFIG_QUOTAS = fn("stp_config_quotas", I, P, L, L, L);
     static final MethodHandle CONFIG_MULTICAST = fn("stp_config_multicast_scouting", I, P,
             JAVA_BOOLEAN);
     static final MethodHandle CONFIG_PREFETCH = fn("stp_config_queue_prefetch", I, P, I);

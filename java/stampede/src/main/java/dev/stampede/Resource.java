@@ -55,6 +55,10 @@ final class Resource implements Runnable {
     void forget() {
         closing = true;
         freed.set(true);
+        Children p = parent;
+        if (p != null) {
+            p.remove(this);
+        }
     }
 
     @Override

@@ -9,15 +9,22 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A runtime: the embedded in-process one ({@code new Runtime()}), or an address space of a
  * distributed application ({@link Space#join}). Containers and tasks are made from it; a
  * program written against a {@code Runtime} runs unchanged on either. Closing it closes every
- * handle made from it that is still open.
+ * handle and subscription made from it that is still open; an unreachable runtime is released
+ * the same way by the cleaner.
  */
 public class Runtime extends Handle {
-    final Children children = new Children();
+    final Children children;
+    /** The arrival callbacks and garbage handlers of this runtime's containers by key: held
+     * here, so that they live as long as the runtime can call them and no longer, and a
+     * callback that refers to the runtime does not keep it reachable (see {@link Upcalls}). */
+    final Map<Long, Object> callbacks = new ConcurrentHashMap<>();
 
     /** A new embedded runtime: containers, tasks and garbage collection in this process. */
     public Runtime() {
@@ -25,7 +32,12 @@ public class Runtime extends Handle {
     }
 
     Runtime(MemorySegment ptr) {
-        super(ptr, Native.RUNTIME_FREE, "runtime", null, 0);
+        this(ptr, new Children());
+    }
+
+    private Runtime(MemorySegment ptr, Children children) {
+        super(ptr, Native.RUNTIME_FREE, "runtime", null, 0, children);
+        this.children = children;
     }
 
     private static MemorySegment create() {
@@ -36,12 +48,6 @@ public class Runtime extends Handle {
         } catch (Throwable t) {
             throw Native.fail(t);
         }
-    }
-
-    @Override
-    public void close() {
-        children.closeAll();
-        super.close();
     }
 
     /** An unbounded, unnamed channel in zone 0. */

@@ -40,6 +40,9 @@ public final class Space extends Runtime {
                 if (config.credentialsFile != null) {
                     set(Native.CONFIG_CREDENTIALS_FILE, cfg, a.allocateFrom(config.credentialsFile));
                 }
+                if (config.accessFile != null) {
+                    set(Native.CONFIG_ACCESS_FILE, cfg, a.allocateFrom(config.accessFile));
+                }
                 if (config.rootCa != null || config.certificate != null
                         || config.privateKey != null) {
                     Status.check((int) Native.CONFIG_TLS.invokeExact(cfg, str(a, config.rootCa),
@@ -54,6 +57,10 @@ public final class Space extends Runtime {
                 if (config.shmPool != null) {
                     Status.check((int) Native.CONFIG_SHM_POOL.invokeExact(cfg,
                             (long) config.shmPool));
+                }
+                if (config.quotas != null) {
+                    Status.check((int) Native.CONFIG_QUOTAS.invokeExact(cfg, config.quotas[0],
+                            config.quotas[1], config.quotas[2]));
                 }
                 if (config.multicastScouting != null) {
                     Status.check((int) Native.CONFIG_MULTICAST.invokeExact(cfg,

@@ -37,6 +37,8 @@ import java.lang.foreign.MemorySegment;
  * @param invocationsUnknown invocations that reached this space for a name it does not serve
  * @param invocationsFailed failures of this space's invocations reported back to it
  * @param answersLate answers that arrived after their call stopped waiting
+ * @param denied requests this space, as owner, refused under its access rules
+ * @param quotaRefused requests this space, as owner, refused as over a quota
  */
 public record SpaceStats(
         long served,
@@ -69,10 +71,12 @@ public record SpaceStats(
         long invocationsServed,
         long invocationsUnknown,
         long invocationsFailed,
-        long answersLate) {
+        long answersLate,
+        long denied,
+        long quotaRefused) {
     static SpaceStats read(MemorySegment s) {
         long[] v = s.toArray(java.lang.foreign.ValueLayout.JAVA_LONG);
         return new SpaceStats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25],
-                v[26], v[27], v[28], v[29], v[30]);
+                v[26], v[27], v[28], v[29], v[30], v[31], v[32]);
     }
 }

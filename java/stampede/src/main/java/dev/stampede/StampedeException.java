@@ -85,6 +85,8 @@ public class StampedeException extends RuntimeException {
             case CONFIG -> new ConfigError(message);
             case CONNECT -> new ConnectError(message);
             case AUTH_REJECTED -> new AuthRejected(message);
+            case DENIED -> new Denied(message);
+            case TOO_LARGE -> new TooLarge(message, ts, item);
             case PROTOCOL -> new ProtocolError(message);
             case WRONG_TYPE -> new WrongType(message);
             case TASK_EXITED -> new TaskExited(message);
@@ -261,6 +263,28 @@ public class StampedeException extends RuntimeException {
 
         AuthRejected(String m) {
             super(Status.AUTH_REJECTED, m, null, null, null, null);
+        }
+    }
+
+    /**
+     * The container's owner does not allow this address space's user the operation; the
+     * message names the user, the operation and the container.
+     */
+    public static final class Denied extends StampedeException {
+        private static final long serialVersionUID = 1L;
+
+        Denied(String m) {
+            super(Status.DENIED, m, null, null, null, null);
+        }
+    }
+
+    /** A put's item is larger than the container's owner accepts from another address
+     * space (its quota); the item is handed back. */
+    public static final class TooLarge extends StampedeException {
+        private static final long serialVersionUID = 1L;
+
+        TooLarge(String m, Long ts, Item item) {
+            super(Status.TOO_LARGE, m, ts, item, null, null);
         }
     }
 

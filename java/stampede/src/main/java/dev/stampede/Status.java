@@ -61,6 +61,10 @@ public enum Status {
     TASK_FAILED(28),
     /** A cluster task was cancelled, or a wait gave up because its task was. */
     CANCELLED(29),
+    /** The container's owner does not allow this space's user the operation. */
+    DENIED(30),
+    /** A put's item is larger than the container's owner accepts from another space. */
+    TOO_LARGE(31),
     /** An internal error was caught at the boundary. */
     INTERNAL(99);
 

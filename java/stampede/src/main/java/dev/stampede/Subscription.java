@@ -1,24 +1,32 @@
 package dev.stampede;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 
 /**
- * A registered arrival callback: {@link #close()} ends it. The callback runs on the putting
- * thread for a container of this runtime, and in order on the runtime's event thread for one
- * another address space owns; it must be quick and must not throw.
+ * A registered arrival callback: {@link #close()} ends it, and so does releasing the runtime of
+ * its container. The callback runs on the putting thread for a container of this runtime, and
+ * in order on the runtime's event thread for one another address space owns; it must be quick
+ * and must not throw.
  */
 public final class Subscription implements AutoCloseable {
-    private final Arena arena = Arena.ofShared();
-    private final AtomicInteger inside = new AtomicInteger();
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final MemorySegment sub;
+    private final Registration registration;
+    /** Where the runtime holds the callback (see {@link Upcalls}). */
+    private final Map<Long, Object> callbacks;
 
     Subscription(Container container, LongConsumer callback) {
+        long key = Upcalls.newKey();
+        AtomicInteger inside = new AtomicInteger();
+        AtomicBoolean closed = new AtomicBoolean();
+        // A call counts itself inside before it looks at closed, and closing sets closed before
+        // it waits for those inside: no call reaches the callback once close() has returned.
         LongConsumer counted = ts -> {
             inside.incrementAndGet();
             try {
@@ -29,41 +37,61 @@ public final class Subscription implements AutoCloseable {
                 inside.decrementAndGet();
             }
         };
-        MemorySegment stub = Upcalls.arrival(counted, arena);
         MemorySegment c = container.res.enter();
+        callbacks = container.runtime.callbacks;
+        callbacks.put(key, counted);
+        Upcalls.setArrival(key, counted);
+        MemorySegment sub = null;
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(java.lang.foreign.ValueLayout.ADDRESS);
+            MemorySegment out = a.allocate(ADDRESS);
             int s;
             try {
                 s = (int) Native.ON_ARRIVAL[container.kind().ordinal()]
-                        .invokeExact(c, stub, MemorySegment.NULL, out);
+                        .invokeExact(c, Upcalls.ARRIVED, MemorySegment.ofAddress(key), out);
             } catch (Throwable t) {
                 throw Native.fail(t);
             }
             if (s != 0) {
-                RuntimeException e = StampedeException.last(Status.of(s), null, null);
-                arena.close();
-                throw e;
+                throw StampedeException.last(Status.of(s), null, null);
             }
-            sub = out.get(java.lang.foreign.ValueLayout.ADDRESS, 0);
+            sub = out.get(ADDRESS, 0);
         } finally {
             container.res.leave();
+            if (sub == null) {
+                Upcalls.forgetArrival(key);
+                callbacks.remove(key);
+            }
         }
+        registration = new Registration(key, sub, inside, closed, container.runtime.children);
+        registration.children.addCloser(registration, Children.CONNECTION);
     }
 
     /** Ends the subscription: no call starts after this returns, and the calls running now
      * have returned. */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
-            return;
+        registration.run();
+        callbacks.remove(registration.key);
+    }
+
+    /**
+     * What ends the subscription, for {@link #close()} and for the release of its runtime,
+     * which holds it among its {@link Children}: so it refers neither to the callback nor to
+     * the runtime, which the callback may refer to.
+     */
+    private record Registration(long key, MemorySegment sub, AtomicInteger inside,
+                                AtomicBoolean closed, Children children) implements Runnable {
+        @Override
+        public void run() {
+            if (!closed.compareAndSet(false, true)) {
+                return;
+            }
+            Native.free(Native.SUBSCRIPTION_FREE, sub);
+            Upcalls.forgetArrival(key);
+            while (inside.get() > 0) {
+                LockSupport.parkNanos(100_000);
+            }
+            children.remove(this);
         }
-        Native.free(Native.SUBSCRIPTION_FREE, sub);
-        // A call that entered the stub just before the unsubscription is let finish before
-        // the stub's memory goes.
-        do {
-            LockSupport.parkNanos(2_000_000);
-        } while (inside.get() > 0);
-        arena.close();
     }
 }

@@ -19,9 +19,9 @@ final class Waiters implements LongConsumer {
 
     private final AtomicLong epoch = new AtomicLong();
     private final Set<Thread> parked = ConcurrentHashMap.newKeySet();
-    Subscription subscription;
-    /** A correlator's waiters listen to all its channels. */
-    java.util.List<Subscription> subscriptions;
+    /** The arrival subscriptions that feed it: its container's, or each of a correlator's
+     * channels'. */
+    java.util.List<Subscription> subscriptions = java.util.List.of();
 
     long epoch() {
         return epoch.get();
@@ -35,6 +35,14 @@ final class Waiters implements LongConsumer {
                 LockSupport.unpark(t);
             }
         }
+    }
+
+    /** Ends the subscriptions and wakes the waiting threads: their handle is being closed. */
+    void end() {
+        for (Subscription s : subscriptions) {
+            s.close();
+        }
+        accept(Long.MIN_VALUE);
     }
 
     /** Parks the calling thread until the epoch moves past {@code seen}, at most

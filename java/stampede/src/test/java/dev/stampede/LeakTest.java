@@ -3,34 +3,17 @@ package dev.stampede;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import org.junit.jupiter.api.Test;
 
 /**
  * 100,000 put/get cycles leave the native heap where it was: the bytes malloc has handed out
  * and not got back (glibc's {@code mallinfo2}, summed over its arenas), which the Java heap
- * does not blur.
+ * does not blur. {@link LifeCycleLeakTest} runs the face's whole life cycle.
  */
 class LeakTest {
-    private static final MethodHandle MALLINFO2 = Linker.nativeLinker().downcallHandle(
-            Linker.nativeLinker().defaultLookup().find("mallinfo2").orElseThrow(),
-            FunctionDescriptor.of(MemoryLayout.structLayout(
-                    java.util.stream.Stream.generate(() -> ValueLayout.JAVA_LONG).limit(10)
-                            .toArray(MemoryLayout[]::new))));
-
-    /** Bytes in use: {@code uordblks} (field 7) plus {@code hblkhd} (mmapped, field 4). */
-    static long nativeKb() throws Throwable {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment m = (MemorySegment) MALLINFO2.invokeExact((SegmentAllocator) a);
-            return (m.getAtIndex(ValueLayout.JAVA_LONG, 7) + m.getAtIndex(ValueLayout.JAVA_LONG, 4))
-                    / 1024;
-        }
+    static long nativeKb() {
+        return NativeMemory.mallocedBytes() / 1024;
     }
 
     static void settle() throws InterruptedException {
