@@ -1,6 +1,6 @@
 //! How an address space joins: Zenoh mode, endpoints, security and failure timeouts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::access::Access;
@@ -148,7 +148,7 @@ impl Default for Config {
 /// Where a peer listens when told nothing: any interface, a port the system picks.
 pub const DEFAULT_PEER_LISTEN: &str = "tcp/0.0.0.0:0";
 
-pub(crate) fn json_str(s: &str) -> String {
+fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for c in s.chars() {
@@ -161,6 +161,75 @@ pub(crate) fn json_str(s: &str) -> String {
     }
     o.push('"');
     o
+}
+
+/// Zenoh access-control settings for a router or listening peer that accepts the users of
+/// `credentials` (a `user:password` file): on each user's links, a request to an owner
+/// whose key names another user is dropped, in every application. Everything else is
+/// allowed.
+fn zenoh_rules(access: &Access, credentials: &Path) -> Result<Vec<(String, String)>, NetError> {
+    let text = std::fs::read_to_string(credentials).map_err(|e| {
+        NetError::Config(format!("credentials file {}: {e}", credentials.display()))
+    })?;
+    // Only the user names: the passwords stay where they are.
+    let mut users: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(u, _)| u.trim().to_owned()))
+        .filter(|u| !u.is_empty())
+        .collect();
+    users.extend(access.users().map(str::to_owned));
+    users.sort();
+    users.dedup();
+    for u in &users {
+        crate::access::valid_user(u).map_err(NetError::Config)?;
+    }
+    let mut rules = Vec::new();
+    let mut subjects = Vec::new();
+    let mut policies = Vec::new();
+    for (i, user) in users.iter().enumerate() {
+        let others: Vec<String> = users
+            .iter()
+            .chain(std::iter::once(&crate::access::ANONYMOUS.to_owned()))
+            .filter(|o| *o != user)
+            .flat_map(|o| {
+                crate::access::TO_OWNER
+                    .iter()
+                    .map(move |f| json_str(&format!("stampede/*/{f}/*/{o}")))
+            })
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        rules.push(format!(
+            "{{id:\"not-{i}\",messages:[\"put\",\"query\"],flows:[\"ingress\"],\
+             permission:\"deny\",key_exprs:[{}]}}",
+            others.join(",")
+        ));
+        subjects.push(format!(
+            "{{id:\"user-{i}\",usernames:[{}]}}",
+            json_str(user)
+        ));
+        policies.push(format!("{{rules:[\"not-{i}\"],subjects:[\"user-{i}\"]}}"));
+    }
+    Ok(vec![
+        ("access_control/enabled".into(), "true".into()),
+        (
+            "access_control/default_permission".into(),
+            "\"allow\"".into(),
+        ),
+        (
+            "access_control/rules".into(),
+            format!("[{}]", rules.join(",")),
+        ),
+        (
+            "access_control/subjects".into(),
+            format!("[{}]", subjects.join(",")),
+        ),
+        (
+            "access_control/policies".into(),
+            format!("[{}]", policies.join(",")),
+        ),
+    ])
 }
 
 fn json_list(v: &[String]) -> String {
@@ -337,7 +406,7 @@ impl Config {
                 json_str(&f.to_string_lossy()),
             )?;
             if let Some(a) = &self.access {
-                for (k, v) in crate::access::zenoh_rules(a, f)? {
+                for (k, v) in zenoh_rules(a, f)? {
                     set(&k, v)?;
                 }
             }

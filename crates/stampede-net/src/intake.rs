@@ -75,15 +75,15 @@ pub(crate) fn serve(sh: &Arc<Shared>, s: &zenoh::sample::Sample) {
         sh.counters.refused.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let user = crate::access::sender(s.key_expr().as_str());
+    let user = crate::guard::sender(s.key_expr().as_str());
     if sh.cfg.access.is_some() && !sh.guard.bind(&m.task.space, user) {
-        let e = crate::access::impostor(sh, user);
+        let e = crate::guard::impostor(sh, user);
         return ack(sh, &m, Err(crate::server::stm_error(&e)));
     }
     let key = (m.task.space.clone(), m.conn);
     let mut waiting = lock(&sh.intake.waiting);
     if let Some(q) = waiting.get_mut(&key) {
-        if let Err(kind) = crate::quota::waiting_put(sh, &m.task.space, q.len()) {
+        if let Err(kind) = crate::guard::waiting_put(sh, &m.task.space, q.len()) {
             drop(waiting);
             let (code, a) = kind.code();
             let text = format!("put at {}: over the owner's quota of waiting puts", m.ts);

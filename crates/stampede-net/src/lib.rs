@@ -45,6 +45,7 @@ mod endpoint;
 mod error;
 mod events;
 mod feed;
+mod guard;
 mod intake;
 mod latest;
 mod marks;

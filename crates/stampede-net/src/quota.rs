@@ -1,12 +1,6 @@
 //! What one other address space may make an owner hold: the limits that keep an owner up
 //! for everyone else when a peer sends oversized items, opens connections without end or
-//! ignores its put window.
-
-use std::sync::atomic::Ordering;
-
-use stampede_core::{PutErrorKind, StmError};
-
-use crate::space::Shared;
+//! ignores its put window (enforced in `guard`).
 
 /// An owner's quotas for each other address space (see [`Config::quotas`]). A refusal is
 /// a typed error in the requesting space and counts in the owner's
@@ -44,39 +38,4 @@ impl Quotas {
     pub(crate) fn max_message_bytes(&self) -> usize {
         self.max_item_bytes.saturating_add(1 << 20)
     }
-}
-
-fn refused(sh: &Shared, what: &str, space: &str) {
-    sh.counters.quota_refused.fetch_add(1, Ordering::Relaxed);
-    tracing::warn!(space, what, "over its quota");
-}
-
-/// A put of `len` bytes from `space`, if that is more than the quota.
-pub(crate) fn item(sh: &Shared, space: &str, len: usize) -> Option<PutErrorKind> {
-    let limit = sh.cfg.quotas.max_item_bytes;
-    (len > limit).then(|| {
-        refused(sh, "item size", space);
-        PutErrorKind::TooLarge {
-            limit: i64::try_from(limit).unwrap_or(i64::MAX),
-        }
-    })
-}
-
-/// Refuses a new connection of `space`, which holds `held`, once that is its quota.
-pub(crate) fn connection(sh: &Shared, space: &str, held: usize) -> Result<(), StmError> {
-    let limit = sh.cfg.quotas.max_connections;
-    if held < limit {
-        return Ok(());
-    }
-    refused(sh, "connections", space);
-    Err(StmError::TooManyConnections(limit))
-}
-
-/// Whether a connection of `space` with `waiting` puts queued may queue one more.
-pub(crate) fn waiting_put(sh: &Shared, space: &str, waiting: usize) -> Result<(), PutErrorKind> {
-    if waiting < sh.cfg.quotas.max_waiting_puts {
-        return Ok(());
-    }
-    refused(sh, "waiting puts", space);
-    Err(PutErrorKind::Full)
 }

@@ -168,7 +168,7 @@ fn attach(
         .filter(|(k, _)| k.0 == t.space)
         .map(|(_, s)| lock(&s.conns).len())
         .sum();
-    crate::quota::connection(sh, &t.space, held).map_err(|e| stm_error(&e))?;
+    crate::guard::connection(sh, &t.space, held).map_err(|e| stm_error(&e))?;
     let s = match proxies.get(&key) {
         Some(s) => s.clone(),
         None => {
@@ -532,7 +532,7 @@ pub(crate) fn store(
     wait: Wait,
 ) -> Result<Reply, Reply> {
     let (s, c, container) = conn(sh, task, id)?;
-    if let Some(kind) = crate::quota::item(sh, &task.space, item.data.len()) {
+    if let Some(kind) = crate::guard::item(sh, &task.space, item.data.len()) {
         let (code, a) = kind.code();
         return Err(Reply::failure(code, (a, ts), kind_text(kind, ts)));
     }
@@ -666,7 +666,7 @@ pub(crate) fn serve(sh: &Arc<Shared>, q: Query) {
             return;
         }
     }
-    if let Err(e) = crate::access::check(sh, crate::access::sender(q.key_expr().as_str()), &req) {
+    if let Err(e) = crate::guard::check(sh, crate::guard::sender(q.key_expr().as_str()), &req) {
         reply(sh, &q, &stm_error(&e));
         return;
     }
@@ -725,7 +725,7 @@ pub(crate) fn serve_note(sh: &Shared, s: &zenoh::sample::Sample) {
         sh.counters.refused.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if crate::access::check(sh, crate::access::sender(s.key_expr().as_str()), &req).is_err() {
+    if crate::guard::check(sh, crate::guard::sender(s.key_expr().as_str()), &req).is_err() {
         return;
     }
     if let Reply::Error { text, .. } = execute(sh, &req, Wait::Never) {

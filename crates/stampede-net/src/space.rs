@@ -146,7 +146,7 @@ pub(crate) struct Shared {
     pub(crate) registrar: Registrar,
     /// The user this space's requests carry, and who asks this space as owner.
     pub(crate) user: String,
-    pub(crate) guard: crate::access::Guard,
+    pub(crate) guard: crate::guard::Guard,
     /// This space's metrics (its runtime's and its own counters), and where they are
     /// served, if anywhere.
     metrics: Metrics,
