@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use stampede_core::{Item, StmError};
 use zenoh::Wait as _;
@@ -95,8 +95,17 @@ pub(crate) fn claim(space: &Space, name: &str) -> Result<(), NetError> {
             "this space's router {router}, which settles names, {why}"
         ))
     };
-    if sh.is_dead(&router) {
-        return Err(unreachable("was lost"));
+    // A client that has just joined, or a router that has just started, may not have seen
+    // the other's liveliness yet: the router is asked once it is known alive.
+    let deadline = Instant::now() + sh.cfg.op_timeout;
+    while !sh.members.is_live(&router) {
+        if sh.is_dead(&router) {
+            return Err(unreachable("was lost"));
+        }
+        if Instant::now() >= deadline {
+            return Err(unreachable("has not appeared"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     // The router answers within one liveliness query of its own.
     let limit = 2 * sh.cfg.op_timeout + sh.cfg.wait_slice;
