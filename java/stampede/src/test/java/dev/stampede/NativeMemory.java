@@ -1,5 +1,8 @@
 package dev.stampede;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -14,6 +17,9 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -21,7 +27,7 @@ import javax.management.ObjectName;
 
 /**
  * What this process holds outside the Java heap, as {@link LifeCycle} measures it. It needs
- * two settings of the process, which {@link LifeCycleLeakTest} gives the JVM it starts:
+ * two settings of the process, which {@link Run} gives the JVM it starts:
  * <ul>
  *   <li>{@code -XX:NativeMemoryTracking=summary}: the JVM counts every byte it mallocs, so
  *       what malloc has handed out beyond that is the C library's. Without the subtraction
@@ -188,5 +194,53 @@ record NativeMemory(long libraryBytes, long arenaBytes, long stubBytes, long col
         return String.format("C library %,d KiB, arenas %,d KiB, upcall stubs %,d KiB, "
                         + "%d collector threads, RSS %,d KiB", libraryBytes / 1024,
                 arenaBytes / 1024, stubBytes / 1024, collectors, rssBytes / 1024);
+    }
+
+    /**
+     * A class's {@code main} run in a JVM of its own with the two settings these figures need,
+     * its output kept in a file. Runs started together proceed at once: each measures only
+     * itself.
+     */
+    static final class Run implements AutoCloseable {
+        private final Process process;
+        private final Path output;
+
+        private Run(Process process, Path output) {
+            this.process = process;
+            this.output = output;
+        }
+
+        static Run start(Class<?> main, String... args) throws IOException {
+            Path out = Files.createTempFile("stampede-native-memory", ".txt");
+            List<String> command = new ArrayList<>(List.of(
+                    ProcessHandle.current().info().command().orElse("java"),
+                    "--enable-native-access=ALL-UNNAMED", "-XX:NativeMemoryTracking=summary",
+                    // A heap of fixed size, touched at the start, so that RSS shows the rest.
+                    "-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch",
+                    "-Dstampede.library=" + System.getProperty("stampede.library"),
+                    "-cp", System.getProperty("java.class.path"), main.getName()));
+            command.addAll(List.of(args));
+            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectOutput(out.toFile());
+            String tunables = pb.environment().get("GLIBC_TUNABLES");
+            pb.environment().put("GLIBC_TUNABLES", (tunables == null ? "" : tunables + ":")
+                    + "glibc.malloc.tcache_count=0");
+            return new Run(pb.start(), out);
+        }
+
+        /** Waits up to 10 minutes for the run, prints its output, and fails unless it passed. */
+        void passes() throws Exception {
+            boolean ended = process.waitFor(10, TimeUnit.MINUTES);
+            String got = Files.readString(output);
+            System.out.print(got);
+            assertTrue(ended, "the run did not end within 10 minutes:\n" + got);
+            assertEquals(0, process.exitValue(), got);
+        }
+
+        @Override
+        public void close() throws IOException {
+            process.destroyForcibly();
+            Files.deleteIfExists(output);
+        }
     }
 }
