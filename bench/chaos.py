@@ -55,15 +55,21 @@ from pathlib import Path
 
 import reliability_record
 from chaos_net import Hosts, Relay, relay_binary
-from chaos_roles import CALL_TIMEOUT, GENERATION, LEASE, OP_TIMEOUT
+from chaos_roles import (CALL_TIMEOUT, CNC_JOIN, CNC_WAIT, GENERATION, LEASE, OP_TIMEOUT,
+                         payload)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = ROOT / "bench-results"
 CLIENTS = ["ch-producer", "ch-consumer", "q-producer", "q-consumer-1", "q-consumer-2",
-           "reg-writer", "reg-reader", "mutex-user-1", "mutex-user-2", "barrier-member"]
-WRITERS = ["ch-producer", "q-producer", "reg-writer", "mutex-user-1", "mutex-user-2"]
+           "reg-writer", "reg-reader", "mutex-user-1", "mutex-user-2", "barrier-member",
+           "snet-stage", "cnc-env", "cnc-worker"]
+WRITERS = ["ch-producer", "q-producer", "reg-writer", "mutex-user-1", "mutex-user-2",
+           "snet-stage", "cnc-env"]
 BOUND = CALL_TIMEOUT + OP_TIMEOUT + LEASE + 2.0
+# Calls with bounds of their own: a graph's participants have CNC_JOIN to join, and its
+# environment waits CNC_WAIT for it.
+BOUNDS = {"distribute": CNC_JOIN + BOUND, "cnc-wait": CNC_WAIT + BOUND}
 SHUTDOWN_BOUND = 10.0
 # The hub logs membership by polling: a departure may reach others first by this much.
 MEMBERSHIP_LAG = 0.5
@@ -296,7 +302,7 @@ class Chaos:
         count = Counter[str]()
         for c in self.clients.values():
             for line in read(c.log):
-                if line.startswith(("ACK ", "GOT ")):
+                if line.startswith(("ACK ", "GOT ", "CNCOK ")):
                     count[f"{c.role} {line[:3]}"] += 1
         return {k: v for k, v in count.items()}
 
@@ -348,6 +354,13 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
         for line in lines:
             if line.startswith("CORRUPT"):
                 bad.append(f"{name}: {line}")
+        # A process that died of its own (an exception, a panic, an abort at exit).
+        err = "\n".join(read(run.logdir / f"{name}.err"))
+        for word in ("Traceback", "panicked", "FATAL"):
+            if word in err:
+                at = err.index(word)
+                bad.append(f"{name} crashed: {err[at:at + 300]!r}")
+                break
 
     def acks(name: str) -> list[int]:
         return [int(x.split()[1]) for x in logs[name] if x.startswith("ACK ")]
@@ -372,12 +385,17 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
 
     def fenced_puts(name: str, stored: set[int]) -> None:
         sent = sends(name)
+        # Calls that failed, typed, once past a fence: their writer was stopped inside them.
+        failed = [(float(p[2]), float(p[2]) + float(p[3])) for p in (x.split() for x in logs[name])
+                  if p[0] == "SLOW" and p[1] in ("put", "write", "flush") and p[4] != "ok"]
         for base, space in gen_space[name].items():
             t_left = left_at.get(space)
             if t_left is None:
                 continue
+            mine = [t for ts, t in sent.items() if base <= ts < base + GENERATION]
             late = [ts for ts, t in sent.items() if base <= ts < base + GENERATION and t > t_left]
-            if late:
+            cut = bool(mine) and any(min(mine) <= a <= t_left < b for a, b in failed)
+            if late or cut:
                 r.fenced_spaces += 1
             for ts in late:
                 if ts in stored:
@@ -582,6 +600,46 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
     r.operations["barrier rounds"] = len(times(hub, "BOK"))
     r.operations["barrier rounds failed"] = sum(1 for x in hub if x.startswith("BFAIL wait"))
 
+    # S-Net stage: every acknowledged size reached the hub, once, right, and of a frame the
+    # producer sent; each frame at most once per connection (a generation's feed).
+    produced = sends("ch-producer")
+    stored_sizes: Counter[tuple[int, int]] = Counter()
+    for line in hub:
+        p = line.split()
+        if p[0] == "N":
+            key = (int(p[1]), int(p[2]))
+            stored_sizes[key] += 1
+            if int(p[3]) != len(payload(key[1])):
+                bad.append(f"snet: size {p[3]} for frame {key[1]}, which has {len(payload(key[1]))}")
+            if key[1] not in produced:
+                bad.append(f"snet: a size for frame {key[1]}, which was never sent")
+    sacked = [(int(p[1]), int(p[2])) for p in (x.split() for x in logs["snet-stage"])
+              if p[0] == "ACK"]
+    slost = [k for k in sacked if stored_sizes[k] == 0]
+    r.lost += len(slost)
+    if slost:
+        bad.append(f"snet: {len(slost)} acknowledged sizes lost, first {slost[:5]}")
+    sdup = sum(n - 1 for n in stored_sizes.values())
+    r.duplicated += sdup
+    if sdup:
+        bad.append(f"snet: {sdup} frames measured twice on one connection")
+    r.operations["snet sizes acknowledged"] = len(sacked)
+    r.operations["snet sizes stored"] = sum(stored_sizes.values())
+
+    # CnC: a run whose wait returned computed every item right; every run ended.
+    env = logs["cnc-env"]
+    runs = [x.split()[1] for x in env if x.startswith("CNC ")]
+    ok = [x.split()[1] for x in env if x.startswith("CNCOK ")]
+    for x in env:
+        if x.startswith("CNCBAD "):
+            bad.append(f"cnc: {x}")
+    failed = Counter(x.split()[2] for x in env if x.startswith("CNCFAIL "))
+    r.operations["cnc graphs run"] = len(runs)
+    r.operations["cnc graphs completed and checked"] = len(ok)
+    for kind, n in sorted(failed.items()):
+        r.operations[f"cnc graphs failed with {kind}"] = n
+    r.operations["cnc graphs served"] = sum(1 for x in logs["cnc-worker"] if x.startswith("SERVED "))
+
     # Garbage collection resumed; nothing leaked at the owner.
     frames, jobs = final["frames"], final["jobs"]
     assert isinstance(frames, dict) and isinstance(jobs, dict)
@@ -593,6 +651,10 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
         bad.append(f"channel: {frames['items']} items never reclaimed")
     if frames["open"] != 0 or frames["connections"] != 1:
         bad.append(f"channel: {frames['connections']} connections, {frames['open']} open items left")
+    sizes = final["sizes"]
+    assert isinstance(sizes, dict)
+    if sizes["held"] != 0 or sizes["waiting"] != 0:
+        bad.append(f"sizes: {sizes['held']} held, {sizes['waiting']} waiting at the end")
     if jobs["held"] != 0 or jobs["waiting"] != 0:
         bad.append(f"queue: {jobs['held']} held, {jobs['waiting']} waiting after the drain")
     if final["holds"]:
@@ -614,8 +676,9 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
                 r.longest_call = round(effective, 2)
                 r.longest_call_what = (f"{name} {p[1]} ({p[4]}) during "
                                        f"{', '.join(during) or 'no fault'}")
-            if effective > BOUND:
-                bad.append(f"{name}: {p[1]} blocked {effective:.1f} s (bound {BOUND:.0f} s)")
+            bound = BOUNDS.get(p[1], BOUND)
+            if effective > bound:
+                bad.append(f"{name}: {p[1]} blocked {effective:.1f} s (bound {bound:.0f} s)")
     return r
 
 
@@ -625,7 +688,8 @@ def save(report: Report) -> None:
 
 def table(report: Report) -> str:
     """The reliability report: this run, and the soak and fuzzing on record."""
-    rows = [("scenario", f"channel, queue, register, cluster mutex and barrier; seed {report.seed}, "
+    rows = [("scenario", "channel, queue, register, cluster mutex and barrier, S-Net network, "
+             f"CnC graph; seed {report.seed}, "
              f"{report.seconds:.0f} s"
              + ("" if report.namespaces else " (loopback)"))]
     rows.append(("faults injected", ", ".join(f"{k} {v}" for k, v in sorted(report.faults.items()))))

@@ -18,6 +18,14 @@ log, written through at once so that a SIGKILL loses nothing the role had alread
 - ``A ts`` / ``Q ts`` / ``D ts``  (hub) audited, a job reclaimed once consumed, drained
 - ``SLOW op mono seconds outcome``  a call that took longer than half a second
 - ``JOIN gen space base`` / ``LOST gen error`` / ``LEFT gen seconds``  generations
+- ``N gen ts size`` (hub)  a size the S-Net stage put, taken from the sizes queue
+- ``CNC name`` / ``CNCOK name`` / ``CNCBAD name what`` / ``CNCFAIL name error``  a CnC graph
+  run (``cnc-env``) and how it ended; ``SERVED name`` / ``CNCFAIL name error`` (``cnc-worker``)
+
+The S-Net stage feeds every frame of the channel through a network that measures it and
+puts each size into a queue the hub audits. The CnC environment and worker run one small
+distributed graph after another, the environment naming each run in a register the worker
+reads; a run that returned must have computed every item right.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import stampede as sp
+from stampede import cnc, snet
 from stampede.cluster import Cluster
 from stampede.errors import BarrierFailed, Full, StampedeError, Timeout, Unavailable
 
@@ -46,8 +55,20 @@ GENERATION = 1_000_000
 
 FRAMES, JOBS, MODE, MUTEX = "chaos/frames", "chaos/jobs", "chaos/mode", "chaos/mutex"
 BARRIER = "chaos/barrier"
+SIZES, CNC_RUN = "chaos/sizes", "chaos/cnc-run"
 # One time zone per container, so that one's tasks never hold another's garbage collection.
-FRAMES_ZONE, JOBS_ZONE, MODE_ZONE = 0, 1, 2
+FRAMES_ZONE, JOBS_ZONE, MODE_ZONE, SIZES_ZONE, CNC_ZONE = 0, 1, 2, 3, 4
+# A graph run: the chain's length, and how long its environment waits for it.
+CNC_STEPS = 30
+CNC_WAIT = 10.0
+# A graph's participants that do not all join within this are a distribution error.
+CNC_JOIN = 30.0
+# The S-Net stage: one box measures each frame; the frame's timestamp flows through.
+SIZES_NET = """
+net sizes {
+    box measure ((frame) -> (<size>));
+} connect measure;
+"""
 _R = TypeVar("_R")
 
 
@@ -78,6 +99,34 @@ def timed(log: Log, op: str, call: Callable[[], _R]) -> _R:
         took = time.monotonic() - start
         if took > 0.5:
             log("SLOW", op, f"{start:.3f}", f"{took:.3f}", outcome)
+
+
+class Stopped(Exception):
+    """The role was told to stop while in a call that does not heed signals."""
+
+
+def heeding(stop: threading.Event, call: Callable[[], _R]) -> _R:
+    """Runs ``call`` on a thread of its own, raising ``Stopped`` if ``stop`` is set first (a
+    graph's ``distribute`` waits up to 30 s for its participants and hears no signal)."""
+    out: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            out.append((True, call()))
+        except BaseException as e:  # handed to the caller
+            out.append((False, e))
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    while th.is_alive():
+        if stop.is_set():
+            raise Stopped
+        th.join(0.1)
+    ok, value = out[0]
+    if not ok:
+        assert isinstance(value, BaseException)
+        raise value
+    return value  # type: ignore[return-value]
 
 
 # --- clients --------------------------------------------------------------------------
@@ -244,6 +293,166 @@ def barrier_member(space: sp.Space, base: int, log: Log, stop: threading.Event) 
         c.stop()
 
 
+def snet_stage(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
+    """Feeds the channel's frames through an S-Net network (the library's feed, over the
+    remote channel, on a thread of its own) and puts each size it emits into the hub's
+    sizes queue: ``S``/``ACK gen ts`` for each put."""
+    frames = timed(log, "lookup", lambda: space.lookup_channel(FRAMES, timeout=CALL_TIMEOUT))
+    sizes = timed(log, "lookup", lambda: space.lookup_queue(SIZES, timeout=CALL_TIMEOUT))
+    t_in = space.task(0, zone=FRAMES_ZONE)
+    inp = t_in.attach_input(frames)
+    t_in.set_virtual_time(sp.INFINITY)
+    # At 0 for good: it puts at the frames' timestamps, which the queue does not order.
+    t_out = space.task(0, zone=SIZES_ZONE)
+    out = t_out.attach_output(sizes)
+    gen = base // GENERATION
+
+    def measure(ctx: snet.BoxContext, frame: str) -> None:
+        ctx.emit(0, len(frame))
+
+    run = snet.Network.parse(SIZES_NET).run({"measure": measure})
+    failed: list[StampedeError] = []
+
+    def feed() -> None:
+        try:
+            run.feed(inp, "frame")
+        except StampedeError as e:
+            failed.append(e)
+        run.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        put_sizes(run, out, gen, failed, log, stop)
+    finally:
+        # Leaving ends the feed's get; a thread left inside the library at exit aborts it.
+        space.leave()
+        feeder.join(OP_TIMEOUT)
+
+
+def put_sizes(run: snet.NetworkRun, out: sp.QueueOutput, gen: int,
+              failed: list[StampedeError], log: Log, stop: threading.Event) -> None:
+    """The S-Net stage's output: each size the network emits, put into the sizes queue."""
+    while not stop.is_set():
+        try:
+            r = timed(log, "recv", lambda: run.recv(timeout=CALL_TIMEOUT))
+        except Timeout:
+            continue
+        if r is None:  # the feed ended (its connection failed) and the network drained
+            if failed:
+                raise failed[0]
+            return
+        ts, size = r["<ts>"], r["<size>"]
+        log("S", gen, ts, f"{time.monotonic():.3f}")
+        while True:
+            try:
+                timed(log, "put", lambda: out.put(ts, f"{gen} {ts} {size}", timeout=CALL_TIMEOUT))
+                break
+            except Full:
+                if stop.is_set():
+                    return
+        log("ACK", gen, ts)
+
+
+def chain(executor: cnc.Executor) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.TagCollection]:
+    """x[i] = x[i-1] + i, step i and item x[i] in the space of rank i % 2: every step gets
+    its input from the other space."""
+    g = cnc.Graph(executor)
+    x, ids = g.items("x"), g.tags("ids")
+
+    def add(ctx: cnc.StepContext, tag: tuple[int]) -> None:
+        (i,) = tag
+        ctx.put(x, i, ctx.get(x, i - 1) + i)
+
+    ids.prescribes(g.steps("add", add).compute_on(lambda tag: tag[0] % 2))
+    x.home(lambda tag: tag[0] % 2)
+    return g, x, ids
+
+
+def graph_failure(e: StampedeError) -> str:
+    """What ended a graph run, in one word (Python raises one ``GraphError`` for a lost
+    participant, a failed distribution and a network failure)."""
+    text = str(e)
+    if "left or died" in text:
+        return "participant-lost"
+    if "distribute" in text:
+        return "distribution-failed"
+    if isinstance(e, cnc.GraphError) and "network" in text.lower():
+        return "network"
+    return type(e).__name__
+
+
+def cnc_env(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
+    """Rank 0 of one chain graph after another, each under a new name written to the run
+    register first; a failed run ends the generation."""
+    runs = timed(log, "lookup", lambda: space.lookup_register(CNC_RUN, timeout=CALL_TIMEOUT))
+    t = space.task(base, zone=CNC_ZONE)
+    out = t.attach_output(runs)
+    executor = cnc.Executor(1)
+    k = 0
+    while not stop.is_set():
+        k += 1
+        name = f"chain-{base + k}"
+        g, x, ids = chain(executor)
+        timed(log, "write", lambda: out.write(f"{name} {space.id}"))
+        t.set_virtual_time(base + k)
+        log("CNC", name)
+        try:
+            timed(log, "distribute", lambda: heeding(stop, lambda: g.distribute(space, name, 0, 2)))
+            for i in reversed(range(1, CNC_STEPS)):
+                g.put_tag(ids, i)
+            g.put(x, 0, 0)
+            timed(log, "cnc-wait", lambda: g.wait(timeout=CNC_WAIT))
+            got = timed(log, "cnc-get", lambda: [g.get(x, i) for i in range(CNC_STEPS)])
+            want = [i * (i + 1) // 2 for i in range(CNC_STEPS)]
+            if got == want:
+                log("CNCOK", name)
+            else:
+                bad = next(i for i in range(CNC_STEPS) if got[i] != want[i])
+                log("CNCBAD", name, f"x[{bad}]={got[bad]!r}")
+            timed(log, "release", g.release)
+        except StampedeError as e:
+            log("CNCFAIL", name, graph_failure(e))
+            raise
+
+
+def cnc_worker(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
+    """Rank 1 of each run the register names, once: serves it (in slices, so that a SIGTERM
+    is heard) until released or its environment is lost."""
+    runs = timed(log, "lookup", lambda: space.lookup_register(CNC_RUN, timeout=CALL_TIMEOUT))
+    t = space.task(0, zone=CNC_ZONE)
+    inp = t.attach_input(runs)
+    t.set_virtual_time(sp.INFINITY)
+    executor = cnc.Executor(1)
+    served: set[str] = set()
+    while not stop.is_set():
+        try:
+            _, run = timed(log, "read", lambda: inp.read(timeout=CALL_TIMEOUT))
+        except (Timeout, Unavailable):
+            continue
+        name, env = run.split()
+        if name in served or env not in space.spaces():  # done, or its environment is gone
+            time.sleep(0.02)
+            continue
+        served.add(name)
+        g, _, _ = chain(executor)
+        try:
+            timed(log, "distribute", lambda: heeding(stop, lambda: g.distribute(space, name, 1, 2)))
+        except StampedeError as e:  # its environment is gone: the next run
+            log("CNCFAIL", name, graph_failure(e))
+            continue
+        while not stop.is_set():
+            try:
+                g.serve(timeout=0.2)
+            except Timeout:
+                continue
+            except StampedeError as e:
+                log("CNCFAIL", name, graph_failure(e))
+                break
+            log("SERVED", name)
+            break
+
+
 CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "ch-producer": ch_producer,
     "ch-consumer": ch_consumer,
@@ -253,6 +462,9 @@ CLIENTS: dict[str, Callable[[sp.Space, int, Log, threading.Event], None]] = {
     "reg-reader": reg_reader,
     "mutex-user": mutex_user,
     "barrier-member": barrier_member,
+    "snet-stage": snet_stage,
+    "cnc-env": cnc_env,
+    "cnc-worker": cnc_worker,
 }
 
 
@@ -278,6 +490,8 @@ def client(role: str, a: argparse.Namespace) -> None:
             CLIENTS[role](space, base, log, stop)
         except StampedeError as e:
             log("LOST", gen, type(e).__name__, str(e)[:120].replace("\n", " "))
+        except Stopped:
+            pass
         finally:
             start = time.monotonic()
             space.leave()
@@ -294,6 +508,8 @@ def hub(a: argparse.Namespace) -> None:
     frames = space.channel(FRAMES, capacity=CAPACITY, zone=FRAMES_ZONE)
     jobs = space.queue(JOBS, capacity=4 * CAPACITY, zone=JOBS_ZONE)
     space.register(MODE, zone=MODE_ZONE)
+    sizes = space.queue(SIZES, capacity=4 * CAPACITY, zone=SIZES_ZONE)
+    space.register(CNC_RUN, zone=CNC_ZONE)
     # The cluster mutex is homed where it is first made: here, with the owner.
     cluster = Cluster.start(space, timeout=2 * CALL_TIMEOUT)
     cluster.mutex(MUTEX)
@@ -321,6 +537,19 @@ def hub(a: argparse.Namespace) -> None:
             audited[0] += 1
             inp.consume(ts)
 
+    def sizes_audit() -> None:
+        # The S-Net stage's sizes, each consumed as it is taken (the queue's exactly once).
+        t = space.task(0, zone=SIZES_ZONE)
+        inp = t.attach_input(sizes)
+        t.set_virtual_time(sp.INFINITY)
+        while not done.is_set():
+            try:
+                item = inp.get(timeout=0.2)
+            except Timeout:
+                continue
+            log("N", item.value)
+            inp.consume(item.ticket)
+
     def membership() -> None:
         seen = {space.id}
         while not done.is_set():
@@ -335,14 +564,16 @@ def hub(a: argparse.Namespace) -> None:
     def barrier() -> None:
         barrier_rounds(cluster, log, done)
 
-    threads = [threading.Thread(target=f, daemon=True) for f in (audit, membership, barrier)]
+    threads = [threading.Thread(target=f, daemon=True)
+               for f in (audit, sizes_audit, membership, barrier)]
     for th in threads:
         th.start()
     log("HUB", space.id)
     print("READY", space.id, flush=True)
     for line in sys.stdin:
         if line.strip() == "FINAL":
-            print("FINAL", json.dumps(final(space, frames, drain_in, audited, log)), flush=True)
+            print("FINAL", json.dumps(final(space, frames, drain_in, sizes, audited, log)),
+                  flush=True)
             break
     done.set()
     for th in threads:
@@ -351,10 +582,11 @@ def hub(a: argparse.Namespace) -> None:
     space.leave()
 
 
-def final(space: sp.Space, frames: sp.Channel, inp: sp.QueueInput, audited: list[int],
-          log: Log) -> dict[str, object]:
+def final(space: sp.Space, frames: sp.Channel, inp: sp.QueueInput, sizes: sp.Queue,
+          audited: list[int], log: Log) -> dict[str, object]:
     """Once every client has left: the auditor has drained the channel, garbage collection
-    reclaimed it, and the queue's remaining jobs are taken here."""
+    reclaimed it, the sizes' auditor has taken every size, and the queue's remaining jobs
+    are taken here."""
     waited = time.monotonic()
     deadline = waited + 4 * LEASE + 10
     while len(space.spaces()) > 1 and time.monotonic() < deadline:
@@ -367,6 +599,8 @@ def final(space: sp.Space, frames: sp.Channel, inp: sp.QueueInput, audited: list
             last, quiet = audited[0], time.monotonic()
         space.collect()
         time.sleep(0.05)
+    while time.monotonic() < deadline and sizes.stats().waiting > 0:
+        time.sleep(0.05)
     drained = []
     while True:
         try:
@@ -376,12 +610,13 @@ def final(space: sp.Space, frames: sp.Channel, inp: sp.QueueInput, audited: list
         drained.append(item.ts)
         log("D", item.ts)
         inp.consume(item.ticket)
-    fs, qs = frames.stats(), inp.queue.stats()
+    fs, qs, ss = frames.stats(), inp.queue.stats(), sizes.stats()
     mode = space.lookup_register(MODE)
     peek = mode.peek() if mode is not None else None
     # What still holds a zone below infinity, other than the horizon (the newest put) and
     # the floor a zone without live tasks keeps for late joiners.
-    holds = [f"zone {z}: {h.description}" for z in (FRAMES_ZONE, JOBS_ZONE, MODE_ZONE)
+    holds = [f"zone {z}: {h.description}"
+             for z in (FRAMES_ZONE, JOBS_ZONE, MODE_ZONE, SIZES_ZONE, CNC_ZONE)
              for h in space.explain(z).holds
              if h.ts != sp.INFINITY and h.cause not in ("horizon", "no_live_task")]
     return {
@@ -392,6 +627,8 @@ def final(space: sp.Space, frames: sp.Channel, inp: sp.QueueInput, audited: list
                    "skipped": fs.skipped, "full": fs.full},
         "jobs": {"waiting": qs.waiting, "held": qs.held, "puts": qs.puts, "gets": qs.gets,
                  "consumed": qs.consumed, "redelivered": qs.redelivered, "full": qs.full},
+        "sizes": {"waiting": ss.waiting, "held": ss.held, "puts": ss.puts,
+                  "consumed": ss.consumed},
         "drained": drained,
         "register": None if peek is None else peek[1],
         "holds": holds,

@@ -137,7 +137,14 @@ def cnc_rank(space: sp.Space, n: int) -> None:
     g, *_ = chain_graph(n)
     g.distribute(space, "chain", 1, 2)
     print("SERVING", flush=True)
-    g.serve()
+    slices = 0
+    while True:  # in slices, as a program that also heeds a shutdown of its own serves
+        try:
+            g.serve(timeout=0.001)
+            break
+        except sp.Timeout:
+            slices += 1
+    print("SLICES", slices, flush=True)
     print("DONE", flush=True)
 
 

@@ -1,7 +1,7 @@
 """The short fault harness (``make chaos`` runs it for ten minutes): a channel, a queue, a
-register, a cluster mutex and a barrier across two emulated hosts joined through a faulty
-relay, under every kind of fault once in a seeded order, then the checker
-(``bench/chaos.py`` says what it proves)."""
+register, a cluster mutex and a barrier, an S-Net network and a distributed CnC graph across
+two emulated hosts joined through a faulty relay, under every kind of fault once in a seeded
+order, then the checker (``bench/chaos.py`` says what it proves)."""
 
 from __future__ import annotations
 
@@ -37,5 +37,7 @@ def test_no_acknowledged_item_is_lost_under_faults() -> None:
     assert report.lost == 0 and report.duplicated == 0
     assert report.fenced_spaces >= 1, "a writer stopped past its lease was not fenced"
     for k in ("channel acknowledged puts", "queue acknowledged puts",
-              "register acknowledged writes", "mutex holds", "barrier rounds"):
+              "register acknowledged writes", "mutex holds", "barrier rounds",
+              "snet sizes stored"):
         assert report.operations[k] > 100, report.operations
+    assert report.operations["cnc graphs completed and checked"] >= 1, report.operations

@@ -678,7 +678,9 @@ def test_a_cnc_graph_places_steps_and_items_in_two_spaces(cluster: Cluster) -> N
     pids = {i % 2: g.get(ran, i) for i in range(1, n)}
     assert pids[0] == os.getpid() and pids[1] == child.proc.pid
     g.release()
-    assert child.finish()[-1] == "DONE"
+    lines = child.finish()
+    assert lines[-1] == "DONE"
+    assert int(lines[-2].split()[1]) > 0, "serve(timeout=...) returned before the release"
 
 
 def test_a_distributed_graph_fails_when_a_rank_dies(cluster: Cluster) -> None:

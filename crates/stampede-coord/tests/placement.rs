@@ -65,8 +65,22 @@ fn child_entry() {
             other => panic!("unknown role {other}"),
         };
         g.distribute(&space, &role, 1, 2).unwrap();
-        match g.serve() {
-            Ok(()) => println!("RELEASED"),
+        // The chain is served in slices of a millisecond, as a caller that also heeds its
+        // own shutdown does; the others at once.
+        let served = if role == "chain" {
+            let mut slices = 0;
+            loop {
+                match g.serve_timeout(Duration::from_millis(1)) {
+                    Ok(true) => break Ok(slices),
+                    Ok(false) => slices += 1,
+                    Err(e) => break Err(e),
+                }
+            }
+        } else {
+            g.serve().map(|()| 0)
+        };
+        match served {
+            Ok(slices) => println!("RELEASED after {slices} slices"),
             Err(e) => println!("SERVE FAILED {e}"),
         }
     }
@@ -177,7 +191,9 @@ fn a_dag_alternating_between_two_spaces_computes_the_sequential_values() {
     let stats = space.stats();
     assert!(stats.invocations_sent > 0 && stats.invocations_failed == 0);
     c.g.release().unwrap();
-    child.expect("RELEASED", T);
+    let slices = child.expect("RELEASED after", T);
+    let slices: u32 = slices.trim_end_matches(" slices").parse().unwrap();
+    assert!(slices > 0, "serve_timeout returned before the release");
     child.finish(T);
     eprintln!(
         "{} adds and doubles across two spaces in {took:?}",

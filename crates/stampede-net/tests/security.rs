@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{app, free_port};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
@@ -411,5 +411,105 @@ fn an_owner_keeps_its_quotas_against_a_hostile_peer() {
     eprintln!(
         "refused as over quota: {}, malformed messages: {}",
         stats.quota_refused, stats.malformed
+    );
+}
+
+/// A putter that outruns a full channel meets the owner's quota of waiting puts: the puts
+/// beyond it are refused whole as `Full` (reported to the putter with their timestamps,
+/// counted at the owner), those within it are stored in order once room is made, and
+/// nothing is stored twice or blocks for good.
+#[test]
+fn puts_beyond_the_quota_of_waiting_puts_are_refused_whole() {
+    const WAITING: usize = 4;
+    const PUTS: i64 = 40;
+    let ep = format!("tcp/127.0.0.1:{}", free_port());
+    let app = app("waiting");
+    let mut cfg = Config::router(ep.clone());
+    cfg.quotas.max_waiting_puts = WAITING;
+    let owner = Space::join(&app, cfg).unwrap();
+    let frames = owner
+        .channel(ContainerOptions::bounded(16).name("frames"))
+        .unwrap();
+    let reader = owner.task(0).unwrap();
+    let input = reader.attach_input(&frames).unwrap();
+    reader.set_virtual_time(INFINITY).unwrap();
+    let putter = Space::join(&app, Config::client(ep)).unwrap();
+    let remote = putter.lookup_channel("frames", T).unwrap();
+    // The putter's window is the channel's capacity, so it runs up to 16 puts ahead of
+    // the owner: more than the 4 the owner lets wait while nobody consumes. Its refusals
+    // return credits, so it never blocks; without the quota it would, on a full window.
+    let sent = std::sync::atomic::AtomicBool::new(false);
+    let mut stored = Vec::new();
+    let (errors, blocked) = std::thread::scope(|s| {
+        let putting = s.spawn(|| {
+            let t = putter.task(0).unwrap();
+            let out = t.attach_output(&remote).unwrap();
+            let mut errors = Vec::new();
+            for ts in 1..=PUTS {
+                if let Err(e) = out.put(ts, ts.to_le_bytes().to_vec()) {
+                    errors.push(e);
+                }
+                // What the reader consumes is garbage once no task can put below it.
+                t.set_virtual_time(ts + 1).unwrap();
+            }
+            sent.store(true, std::sync::atomic::Ordering::SeqCst);
+            // The waiting puts are acknowledged once stored, which takes the reader:
+            // flush reports any refusal not reported yet.
+            while let Err(e) = out.flush() {
+                errors.push(e);
+            }
+            errors
+        });
+        let deadline = Instant::now() + T;
+        while !sent.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let blocked = !sent.load(std::sync::atomic::Ordering::SeqCst);
+        // Now make room, until the putter is done and nothing more comes.
+        let mut take = |wait| match input.get_timeout(Selector::Oldest, wait) {
+            Ok((ts, item)) => {
+                let bytes: [u8; 8] = item.as_bytes().unwrap().as_ref().try_into().unwrap();
+                assert_eq!(i64::from_le_bytes(bytes), ts);
+                stored.push(ts);
+                input.consume(ts).unwrap();
+                true
+            }
+            Err(_) => false,
+        };
+        while !putting.is_finished() {
+            take(Duration::from_millis(100));
+        }
+        while take(Duration::from_millis(500)) {}
+        (putting.join().unwrap(), blocked)
+    });
+    assert!(
+        !blocked,
+        "the putter was held up: the owner let every put wait"
+    );
+    let mut refused = std::collections::BTreeSet::new();
+    let mut unsent = std::collections::BTreeSet::new();
+    for mut e in errors {
+        assert_eq!(e.kind(), PutErrorKind::Full, "{e:?}");
+        assert!(
+            e.is_deferred(),
+            "a pipelined refusal is reported late: {e:?}"
+        );
+        assert!(refused.insert(e.ts()), "refused twice: {e:?}");
+        if let Some((ts, _)) = e.take_unsent() {
+            unsent.insert(ts);
+        }
+    }
+    assert_eq!(
+        stored.len() + refused.len() + unsent.len(),
+        PUTS as usize,
+        "each put stored, refused, or handed back unsent: {refused:?} {unsent:?}"
+    );
+    let stats = owner.stats();
+    assert_eq!(stats.quota_refused, refused.len() as u64, "{stats:?}");
+    eprintln!(
+        "{} stored, {} refused over the quota of waiting puts, {} handed back unsent",
+        stored.len(),
+        refused.len(),
+        unsent.len()
     );
 }

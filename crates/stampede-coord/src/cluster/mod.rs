@@ -273,6 +273,17 @@ impl Graph {
     /// report, and it releases the others), and with [`GraphError::Distribution`] on the
     /// environment itself or a graph that is not distributed.
     pub fn serve(&self) -> Result<(), GraphError> {
+        self.serve_until(None).map(drop)
+    }
+
+    /// As [`serve`](Graph::serve), for at most `timeout`: `Ok(false)` if the graph is
+    /// still being served then (call again to go on), so that a caller can also heed
+    /// signals or a shutdown of its own.
+    pub fn serve_timeout(&self, timeout: Duration) -> Result<bool, GraphError> {
+        self.serve_until(Some(Instant::now() + timeout))
+    }
+
+    fn serve_until(&self, deadline: Option<Instant>) -> Result<bool, GraphError> {
         let c = self.cluster()?;
         if c.rank == ENVIRONMENT {
             return Err(GraphError::Distribution(
@@ -285,15 +296,7 @@ impl Graph {
             if *released {
                 drop(released);
                 c.leave();
-                return Ok(());
-            }
-            released = c
-                .release
-                .wait_timeout(released, SERVE_CHECK)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            if *released {
-                continue;
+                return Ok(true);
             }
             if !c.space.spaces().contains(&ids[ENVIRONMENT]) {
                 drop(released);
@@ -303,6 +306,18 @@ impl Graph {
                     rank: ENVIRONMENT,
                 });
             }
+            let slice = match deadline {
+                None => SERVE_CHECK,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(SERVE_CHECK),
+                    _ => return Ok(false),
+                },
+            };
+            released = c
+                .release
+                .wait_timeout(released, slice)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 

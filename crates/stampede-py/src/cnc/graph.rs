@@ -207,6 +207,37 @@ impl PyGraph {
         err
     }
 
+    /// Calls `step` with slices of `timeout` (`None`: no limit) until it says done, heeding
+    /// signals between slices; raises `Timeout` saying `still` when time is up.
+    fn in_slices(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        still: &str,
+        step: impl Fn(&Graph, Duration) -> Result<bool, GraphError> + Sync,
+    ) -> PyResult<()> {
+        let until = deadline(py, timeout)?;
+        loop {
+            let slice = until.map_or(SLICE, |d| {
+                SLICE.min(d.saturating_duration_since(Instant::now()))
+            });
+            match py.detach(|| step(self.graph(), slice)) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {
+                    py.check_signals()?;
+                    if until.is_some_and(|d| Instant::now() >= d) {
+                        return Err(errors::raise(
+                            py,
+                            Exc::Timeout,
+                            (still.to_owned(), None::<i64>, None::<i64>),
+                        ));
+                    }
+                }
+                Err(e) => return Err(self.error(py, &e)),
+            }
+        }
+    }
+
     /// A tuning function's exception, raised once the graph is quiet.
     fn tuning_error(&self, py: Python<'_>) -> PyResult<()> {
         let Some((step, tag, what, cause)) = lock(&self.raised.tuning).take() else {
@@ -351,30 +382,12 @@ impl PyGraph {
     /// :class:`FreedItem`, or :class:`Deadlock` listing the gets nobody answered.
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
-        let until = deadline(py, timeout)?;
-        loop {
-            let slice = until.map_or(SLICE, |d| {
-                SLICE.min(d.saturating_duration_since(Instant::now()))
-            });
-            match py.detach(|| self.graph().wait_timeout(slice)) {
-                Ok(true) => break,
-                Ok(false) => {
-                    py.check_signals()?;
-                    if until.is_some_and(|d| Instant::now() >= d) {
-                        return Err(errors::raise(
-                            py,
-                            Exc::Timeout,
-                            (
-                                "step instances still run or are scheduled".to_owned(),
-                                None::<i64>,
-                                None::<i64>,
-                            ),
-                        ));
-                    }
-                }
-                Err(e) => return Err(self.error(py, &e)),
-            }
-        }
+        self.in_slices(
+            py,
+            timeout,
+            "step instances still run or are scheduled",
+            |g, d| g.wait_timeout(d),
+        )?;
         self.tuning_error(py)
     }
 
@@ -398,10 +411,14 @@ impl PyGraph {
     }
 
     /// On a rank other than 0: runs the steps and keeps the items placed here until the
-    /// environment releases the graph (or is lost, which raises).
-    fn serve(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.graph().serve())
-            .map_err(|e| self.error(py, &e))
+    /// environment releases the graph (or is lost, which raises). Raises
+    /// :class:`~stampede.Timeout` after ``timeout`` seconds still serving (call again to go
+    /// on); Ctrl-C interrupts it.
+    #[pyo3(signature = (timeout=None))]
+    fn serve(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        self.in_slices(py, timeout, "the graph is still being served", |g, d| {
+            g.serve_timeout(d)
+        })
     }
 
     /// On rank 0, after the last :meth:`get`: ends the run; the other ranks' :meth:`serve`
