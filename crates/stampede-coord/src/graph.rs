@@ -403,19 +403,28 @@ impl Graph {
         prescribe(&self.inner.sched.pool, tags, tag.into());
     }
 
-    /// The item at `tag` now, if put (and not freed): for reading results. Does not count as
-    /// a get.
+    /// The item at `tag` now, `None` if not put (or freed): for reading results. Does not
+    /// count as a get.
     ///
     /// In a distributed graph an item whose home is another address space is fetched from
-    /// there when it is not here.
-    pub fn get(&self, items: &ItemCollection, tag: impl Into<Tag>) -> Option<Item> {
+    /// there when it is not here, and a home that cannot be asked is an error
+    /// ([`GraphError::SpaceLost`], [`GraphError::Network`]), never an absent item. A graph
+    /// in one process never fails here.
+    pub fn get(
+        &self,
+        items: &ItemCollection,
+        tag: impl Into<Tag>,
+    ) -> Result<Option<Item>, GraphError> {
         let tag = tag.into();
         match items.inner.slots().get(&tag) {
-            Some(Slot::Present { value, .. }) => return Some(value.clone()),
-            Some(Slot::Freed) => return None,
+            Some(Slot::Present { value, .. }) => return Ok(Some(value.clone())),
+            Some(Slot::Freed) => return Ok(None),
             _ => {}
         }
-        self.inner.sched.spread.get()?.fetch(&items.inner, &tag)
+        match self.inner.sched.spread.get() {
+            Some(spread) => spread.fetch(&items.inner, &tag),
+            None => Ok(None),
+        }
     }
 
     /// Waits until no step instance is scheduled or running. Fails with the first step that

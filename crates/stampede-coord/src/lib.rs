@@ -30,7 +30,7 @@
 //!     g.put_tag(&numbers, Tag::from(n));
 //! }
 //! g.wait().unwrap();
-//! let nine = g.get(&squares, Tag::from(3)).unwrap();
+//! let nine = g.get(&squares, Tag::from(3)).unwrap().unwrap();
 //! assert_eq!(nine.as_bytes().unwrap().as_ref(), &9i64.to_le_bytes());
 //! ```
 

@@ -107,8 +107,9 @@ pub(crate) trait Spread: Send + Sync {
     /// Waits until the graph is quiet in every address space, or `deadline`: `Ok(false)`
     /// then.
     fn wait(&self, g: &Arc<GraphInner>, deadline: Option<Instant>) -> Result<bool, GraphError>;
-    /// The item at `tag` from its home, when that is elsewhere.
-    fn fetch(&self, items: &ItemsInner, tag: &Tag) -> Option<Item>;
+    /// The item at `tag` from its home, when that is elsewhere (`None` when it is here, or
+    /// was not put there, or was freed); an error when the home could not be asked.
+    fn fetch(&self, items: &ItemsInner, tag: &Tag) -> Result<Option<Item>, GraphError>;
     /// The distribution itself, for its own methods on `Graph`.
     #[cfg(feature = "net")]
     fn as_any(&self) -> &dyn std::any::Any;

@@ -182,10 +182,13 @@ fn a_dag_alternating_between_two_spaces_computes_the_sequential_values() {
         if i > 0 {
             x = x.wrapping_mul(3).wrapping_add(i);
         }
-        let y = c.g.get(&c.y, i).unwrap_or_else(|| panic!("y({i}) missing"));
+        let y =
+            c.g.get(&c.y, i)
+                .unwrap()
+                .unwrap_or_else(|| panic!("y({i}) missing"));
         assert_eq!(val(&y), x.wrapping_mul(2).wrapping_add(1), "y({i})");
         // Every x was read as often as declared, wherever it lived, and freed there.
-        assert!(c.g.get(&c.x, i).is_none(), "x({i}) not freed");
+        assert!(c.g.get(&c.x, i).unwrap().is_none(), "x({i}) not freed");
     }
     assert!(c.x.is_empty(), "copies here were freed too");
     let stats = space.stats();
@@ -260,6 +263,7 @@ fn deadlock() -> (
     };
     lonely.compute_on(|_| 1);
     z.home(|_| 0);
+    out.home(|_| 1);
     t.prescribes(&lonely);
     (g, z, out, t)
 }
@@ -282,10 +286,31 @@ fn a_deadlock_across_spaces_is_diagnosed_and_can_be_resolved() {
     // The environment puts what was missing, and the graph goes on.
     g.put(&z, 7, int(41));
     g.wait().unwrap();
-    assert_eq!(g.get(&out, 7).map(|v| val(&v)), Some(42));
+    assert_eq!(g.get(&out, 7).unwrap().map(|v| val(&v)), Some(42));
     g.release().unwrap();
     child.expect("RELEASED", T);
     child.finish(T);
+    space.leave();
+}
+
+#[test]
+fn a_get_from_a_home_that_is_gone_is_an_error_not_an_absent_item() {
+    let (space, mut child, _) = two_spaces("deadlock");
+    let (g, z, out, t) = deadlock();
+    g.distribute(&space, "deadlock", 0, 2).unwrap();
+    g.put(&z, 7, int(41));
+    g.put_tag(&t, 7);
+    g.wait().unwrap();
+    assert!(g.get(&out, 8).unwrap().is_none(), "never put: absent");
+    child.kill9();
+    let e = g.get(&out, 7).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            GraphError::SpaceLost { rank: 1, .. } | GraphError::Network { rank: 1, .. }
+        ),
+        "{e:?}"
+    );
     space.leave();
 }
 
@@ -402,7 +427,7 @@ fn bad_placement_and_bad_setup_are_typed_errors() {
     assert!(dist(g.serve()).contains("environment"));
     g.put_tag(&t, 0);
     g.wait().unwrap();
-    assert_eq!(g.get(&x, 0).map(|v| val(&v)), Some(0));
+    assert_eq!(g.get(&x, 0).unwrap().map(|v| val(&v)), Some(0));
     g.put_tag(&t, 5);
     assert_eq!(
         g.wait().unwrap_err(),

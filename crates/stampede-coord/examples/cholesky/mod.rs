@@ -400,6 +400,7 @@ fn assemble(c: &Cholesky, bs: usize) -> Result<Mat<f64>, String> {
         for k in 0..=j {
             let item =
                 c.g.get(&c.lres, Tag::from((j as i64, k as i64)))
+                    .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("L({j},{k}) is missing"))?;
             let (rows, cols, d) = tile_data(&item).map_err(|e| e.to_string())?;
             for r in 0..rows {

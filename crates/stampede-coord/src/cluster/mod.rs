@@ -177,7 +177,7 @@ impl Graph {
     ///         g.put_tag(&n, i);
     ///     }
     ///     g.wait()?;
-    ///     let nine = g.get(&sq, 3).expect("fetched from rank 1");
+    ///     let nine = g.get(&sq, 3)?.expect("fetched from rank 1");
     ///     assert_eq!(nine.as_bytes().unwrap().as_ref(), &9i64.to_le_bytes());
     ///     g.release()?;
     /// } else {
@@ -1174,24 +1174,31 @@ impl Spread for Cluster {
         }
     }
 
-    fn fetch(&self, items: &ItemsInner, tag: &Tag) -> Option<Item> {
-        let home = self.home(items, tag).ok()?;
+    fn fetch(&self, items: &ItemsInner, tag: &Tag) -> Result<Option<Item>, GraphError> {
+        let home = self.home(items, tag)?;
         if home == self.rank {
-            return None;
+            return Ok(None);
         }
-        let ids = self.ids().ok()?;
+        let ids = self.ids()?;
         let fetch = Control::Fetch {
             items: items.name.to_string(),
             tag: tag.clone(),
         };
+        // A home that cannot be asked is an error, never an absent item.
         let answer = self
             .space
             .call(&ids[home], &self.control, fetch.encode())
             .and_then(Call::wait)
-            .ok()?;
+            .map_err(|e| self.lost_or_network(home, &e))?;
+        let wrong = |reason: String| GraphError::Network {
+            space: ids[home].to_string(),
+            rank: home,
+            reason,
+        };
         match Reply::decode(&answer) {
-            Ok(Reply::Fetched(item)) => item,
-            _ => None,
+            Ok(Reply::Fetched(item)) => Ok(item),
+            Ok(other) => Err(wrong(format!("a fetch was answered with {other:?}"))),
+            Err(e) => Err(wrong(format!("a fetch's answer: {e}"))),
         }
     }
 

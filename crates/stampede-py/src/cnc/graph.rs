@@ -364,6 +364,8 @@ impl PyGraph {
     }
 
     /// The value at ``tag`` now (``None`` when not put, or freed). Not counted as a get.
+    /// In a distributed graph an item homed in another space is fetched from there; a home
+    /// that cannot be asked raises :class:`GraphError`.
     fn get(
         &self,
         py: Python<'_>,
@@ -371,8 +373,9 @@ impl PyGraph {
         tag: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let tag = to_tag(tag)?;
-        self.graph()
-            .get(&items.inner, tag)
+        let inner = items.inner.clone();
+        py.detach(|| self.graph().get(&inner, tag))
+            .map_err(|e| self.error(py, &e))?
             .map(|item| to_python(py, &item))
             .transpose()
     }
