@@ -267,11 +267,18 @@ class Chaos:
         for kind, duration, gap in plan:
             self.inject(kind, duration)
             time.sleep(gap)
-        # Faults lifted: work must resume on every container.
+        # Faults lifted: work must resume on every container, within its bounds: a graph's
+        # participants may first wait out a `distribute` with a partner that died.
         before = self.progress()
         time.sleep(3 * LEASE + 2)
-        after = self.progress()
-        stalled = [k for k in before if after[k] <= before[k]]
+        deadline = time.monotonic() + CNC_JOIN + CNC_WAIT
+        while True:
+            after = self.progress()
+            stalled = [k for k in before if after.get(k, 0) <= before[k]]
+            if not stalled or any(not k.startswith("cnc") for k in stalled) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         shutdowns = self.stop_clients()
         assert self.hub.stdin is not None and self.hub.stdout is not None
         self.hub.stdin.write("FINAL\n")
