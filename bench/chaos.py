@@ -376,18 +376,25 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
         return {int(p[1]): float(p[2]) for p in (x.split() for x in logs[name])
                 if p[0] == "S"}
 
-    # Fencing: when the hub saw a space leave, and which generation that space was.
-    left_at: dict[str, float] = {}
+    # Fencing: when the hub saw each space leave (the change happened before the first
+    # time, and the space was away at some instant after the second), and which generation
+    # each space was, with when its writer's connection was made.
+    departures: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for line in hub:
         p = line.split()
         if p[0] == "LEFT":
-            left_at.setdefault(p[1], float(p[2]))
+            departures[p[1]].append((float(p[2]), float(p[3]) if len(p) > 3 else float(p[2])))
     gen_space: dict[str, dict[int, str]] = defaultdict(dict)  # client -> base -> space
+    attached: dict[str, dict[int, float]] = defaultdict(dict)  # client -> base -> ATT time
     for name, lines in logs.items():
+        base = None
         for line in lines:
             p = line.split()
             if p[0] == "JOIN":
-                gen_space[name][int(p[3])] = p[2]
+                base = int(p[3])
+                gen_space[name][base] = p[2]
+            elif p[0] == "ATT" and base is not None:
+                attached[name].setdefault(base, float(p[1]))
     r.generations = sum(len(v) for v in gen_space.values())
 
     def fenced_puts(name: str, stored: set[int]) -> None:
@@ -396,7 +403,14 @@ def check(run: Chaos, final: dict[str, object], seconds: float) -> Report:
         failed = [(float(p[2]), float(p[2]) + float(p[3])) for p in (x.split() for x in logs[name])
                   if p[0] == "SLOW" and p[1] in ("put", "write", "flush") and p[4] != "ok"]
         for base, space in gen_space[name].items():
-            t_left = left_at.get(space)
+            t_att = attached[name].get(base)
+            if t_att is None:
+                continue  # never connected: nothing to fence
+            # The first departure seen after the connection was made: a space seen leaving
+            # while it was still joining or looking up comes back afresh and its later
+            # connection is new, not fenced.
+            t_left = min((seen for seen, polled in departures.get(space, []) if polled > t_att),
+                         default=None)
             if t_left is None:
                 continue
             mine = [t for ts, t in sent.items() if base <= ts < base + GENERATION]

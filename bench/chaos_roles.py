@@ -10,12 +10,16 @@ until its connection fails, and then joins again as a new *generation*: a fresh 
 whose timestamps start above everything before it. Each role appends one line per event to its
 log, written through at once so that a SIGKILL loses nothing the role had already done:
 
+- ``ATT mono``    a writer's connection is made at the owner (a space seen leaving and back
+  may attach afresh: only the connections it had when it was dropped are fenced)
 - ``S ts mono``   a put is about to be sent (monotonic clock, shared by every process)
 - ``ACK ts``      the put is acknowledged: its call returned, or a flush covering it did
 - ``GOT gen ts``  an item got on generation ``gen``'s connection
 - ``C ts`` / ``DONE ts``  a queue item's consume is about to be sent / returned
 - ``HOME base space``  where the cluster mutex lives, as this generation found it
 - ``A ts`` / ``Q ts`` / ``D ts``  (hub) audited, a job reclaimed once consumed, drained
+- ``ARRIVED space mono`` / ``LEFT space mono polled`` (hub)  membership as the owner saw it
+  (``polled``: when the look that found the space away began)
 - ``SLOW op mono seconds outcome``  a call that took longer than half a second
 - ``JOIN gen space base`` / ``LOST gen error`` / ``LEFT gen seconds``  generations
 - ``N gen ts size`` (hub)  a size the S-Net stage put, taken from the sizes queue
@@ -136,6 +140,7 @@ def ch_producer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> 
     frames = timed(log, "lookup", lambda: space.lookup_channel(FRAMES, timeout=CALL_TIMEOUT))
     t = space.task(base, zone=FRAMES_ZONE)
     out = t.attach_output(frames)
+    log("ATT", f"{time.monotonic():.3f}")
     ts, acked = base, base
     while not stop.is_set():
         log("S", ts, f"{time.monotonic():.3f}")
@@ -176,6 +181,7 @@ def q_producer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     jobs = timed(log, "lookup", lambda: space.lookup_queue(JOBS, timeout=CALL_TIMEOUT))
     t = space.task(base, zone=JOBS_ZONE)
     out = t.attach_output(jobs)
+    log("ATT", f"{time.monotonic():.3f}")
     ts = base
     while not stop.is_set():
         log("S", ts, f"{time.monotonic():.3f}")
@@ -216,6 +222,7 @@ def reg_writer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     mode = timed(log, "lookup", lambda: space.lookup_register(MODE, timeout=CALL_TIMEOUT))
     t = space.task(base, zone=MODE_ZONE)
     out = t.attach_output(mode)
+    log("ATT", f"{time.monotonic():.3f}")
     n = base
     while not stop.is_set():
         log("S", n, f"{time.monotonic():.3f}")
@@ -553,11 +560,15 @@ def hub(a: argparse.Namespace) -> None:
     def membership() -> None:
         seen = {space.id}
         while not done.is_set():
+            # The change happened before `after`; a space away now was away at some instant
+            # after `before` (the checker needs both bounds).
+            before = time.monotonic()
             now = set(space.spaces())
+            after = time.monotonic()
             for s in sorted(now - seen):
-                log("ARRIVED", s, f"{time.monotonic():.3f}")
+                log("ARRIVED", s, f"{after:.3f}")
             for s in sorted(seen - now):
-                log("LEFT", s, f"{time.monotonic():.3f}")
+                log("LEFT", s, f"{after:.3f}", f"{before:.3f}")
             seen = now
             time.sleep(0.05)
 

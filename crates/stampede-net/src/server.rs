@@ -163,6 +163,15 @@ fn attach(
     let zone = owned.zone();
     let key = (t.space.clone(), t.task, t.zone);
     let mut proxies = lock(&sh.surrogates);
+    // Checked again under the proxy map's lock: a space dropped since the request was let
+    // in has had its proxies removed (under this lock), and must not get a new one.
+    if sh.is_dead(&t.space) {
+        sh.counters.refused.fetch_add(1, Ordering::Relaxed);
+        return Err(Reply::error(
+            ErrorCode::Stm(Code::Detached),
+            "this address space's session expired",
+        ));
+    }
     let held = proxies
         .iter()
         .filter(|(k, _)| k.0 == t.space)
