@@ -979,7 +979,10 @@ stp_status stp_queue_get_stats(const stp_queue *q, stp_queue_stats *out);
 // `rt` is a live runtime; `out` is writable.
 stp_status stp_runtime_gc_stats(const stp_runtime *rt, uint32_t zone, stp_gc_stats *out);
 
-// Runs a collection pass over every zone now, instead of waiting for the next one.
+// Runs a collection pass over every zone now, instead of waiting for the next one. When it
+// returns, every item below each zone's new floor has been handed to its garbage handler,
+// whichever pass reclaimed it, so a garbage handler must not wait for a thread that calls
+// this (called from inside a garbage handler, it does not wait for other passes).
 //
 // # Safety
 // `rt` is a live runtime.

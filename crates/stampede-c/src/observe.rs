@@ -306,7 +306,10 @@ pub unsafe extern "C" fn stp_runtime_gc_stats(
     })
 }
 
-/// Runs a collection pass over every zone now, instead of waiting for the next one.
+/// Runs a collection pass over every zone now, instead of waiting for the next one. When it
+/// returns, every item below each zone's new floor has been handed to its garbage handler,
+/// whichever pass reclaimed it, so a garbage handler must not wait for a thread that calls
+/// this (called from inside a garbage handler, it does not wait for other passes).
 ///
 /// # Safety
 /// `rt` is a live runtime.
@@ -314,7 +317,10 @@ pub unsafe extern "C" fn stp_runtime_gc_stats(
 pub unsafe extern "C" fn stp_runtime_collect(rt: *const stp_runtime) -> stp_status {
     guard(|| {
         // SAFETY: forwarded contract.
-        unsafe { handle(rt, "rt") }?.core().collect();
+        let rt = unsafe { handle(rt, "rt") }?.core();
+        for zone in rt.zones() {
+            rt.collect_zone(zone);
+        }
         Ok(())
     })
 }

@@ -506,9 +506,13 @@ impl Runtime {
         self.collect_zone(ZoneId::DEFAULT)
     }
 
-    /// Runs a collection pass in `zone`; returns the new floor.
+    /// Runs a collection pass in `zone`; returns the new floor. When it returns, every item
+    /// below that floor has been reclaimed and its garbage handler has returned, whichever
+    /// pass reclaimed it (the background collector runs passes too), so a garbage handler
+    /// must not wait for a thread that calls this. Called from inside a garbage handler, it
+    /// does not wait for other passes.
     pub fn collect_zone(&self, zone: ZoneId) -> Timestamp {
-        self.zone(zone).collect()
+        self.zone(zone).collect_for_caller()
     }
 
     /// Everything that holds `zone`'s watermark, lowest first.

@@ -942,3 +942,105 @@ fn close_keeps_items_a_present_connection_can_still_read() {
     assert!(ch.is_empty());
     drop(ia);
 }
+
+/// A caller's pass returns only once every item below its floor has been handed to its
+/// garbage handler, even one another pass reclaimed at the same time (the background
+/// collector's): the caller may rely on the handlers' work being done.
+#[test]
+fn collect_returns_after_the_handlers_of_a_pass_running_at_the_same_time() {
+    use std::sync::mpsc;
+
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let (entered_tx, entered) = mpsc::channel();
+    let (gate_tx, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let finished = Arc::new(AtomicBool::new(false));
+    ch.on_garbage({
+        let finished = finished.clone();
+        move |_, _| {
+            entered_tx.send(()).unwrap();
+            gate.lock().unwrap().recv_timeout(LONG).unwrap();
+            finished.store(true, Ordering::SeqCst);
+        }
+    })
+    .unwrap();
+    let p = rt.task(0).unwrap();
+    p.attach_output(&ch).unwrap().put(0, "x").unwrap();
+    p.set_virtual_time(1).unwrap();
+    let first = {
+        let rt = rt.clone();
+        thread::spawn(move || rt.collect())
+    };
+    entered
+        .recv_timeout(LONG)
+        .expect("the first pass reclaimed the item");
+    let (returned_tx, returned) = mpsc::channel();
+    let second = {
+        let rt = rt.clone();
+        thread::spawn(move || returned_tx.send(rt.collect()).unwrap())
+    };
+    assert!(
+        returned.recv_timeout(ms(200)).is_err(),
+        "collect returned while another pass was still running a garbage handler"
+    );
+    gate_tx.send(()).unwrap();
+    let floor = returned.recv_timeout(LONG).expect("collect returned");
+    assert!(finished.load(Ordering::SeqCst));
+    assert_eq!(floor, 1);
+    first.join().unwrap();
+    second.join().unwrap();
+    ch.on_garbage(|_, _| {}).unwrap();
+}
+
+/// A garbage handler may run a pass itself (it does not wait for the pass it runs in), and
+/// a handler that panics does not leave later passes waiting for it.
+#[test]
+fn handlers_may_collect_and_a_panicking_handler_holds_up_no_later_pass() {
+    let rt = manual();
+    let ch = rt.channel(ContainerOptions::default()).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    ch.on_garbage({
+        let (rt, calls) = (rt.clone(), calls.clone());
+        move |ts, _| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            rt.collect();
+            if ts == 1 {
+                panic!("on purpose");
+            }
+        }
+    })
+    .unwrap();
+    let p = rt.task(0).unwrap();
+    let out = p.attach_output(&ch).unwrap();
+    out.put(0, "collects").unwrap();
+    p.set_virtual_time(1).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = {
+        let rt = rt.clone();
+        thread::spawn(move || tx.send(rt.collect()).unwrap())
+    };
+    assert_eq!(
+        rx.recv_timeout(LONG)
+            .expect("a handler's own pass deadlocked"),
+        1
+    );
+    t.join().unwrap();
+    out.put(1, "panics").unwrap();
+    p.set_virtual_time(2).unwrap();
+    let rt2 = rt.clone();
+    assert!(thread::spawn(move || rt2.collect()).join().is_err());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = {
+        let rt = rt.clone();
+        thread::spawn(move || tx.send(rt.collect()).unwrap())
+    };
+    assert_eq!(
+        rx.recv_timeout(LONG)
+            .expect("a pass waited for one that panicked"),
+        2
+    );
+    t.join().unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    ch.on_garbage(|_, _| {}).unwrap();
+}

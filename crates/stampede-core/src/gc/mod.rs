@@ -33,14 +33,15 @@
 //! operations raise visibility before they raise the container term (consume), and lower the
 //! container term before they lower visibility (get).
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
 
 use crate::ids::{ConnId, ContainerId, TaskId};
-use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
+use crate::sync::{lock, AtomicI64, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, RwLock};
 use crate::task::TaskInner;
 use crate::time::{fmt_ts, Timestamp, ZoneId, INFINITY};
 
@@ -249,6 +250,10 @@ pub(crate) struct Zone {
     /// Puts waiting for space; while nonzero, every raise of a term runs a pass.
     pub(crate) blocked_putters: CachePadded<AtomicUsize>,
     passes: AtomicU64,
+    /// Passes handing reclaimed items to their garbage handlers now, by number; a caller's
+    /// pass waits for the ones before it (see [`Zone::collect_for_caller`]).
+    reclaiming: Mutex<BTreeSet<u64>>,
+    reclaim_done: Condvar,
     pub(crate) reclaimed: AtomicU64,
     /// The local mark of the last pass.
     local: AtomicI64,
@@ -265,6 +270,31 @@ impl fmt::Debug for Zone {
 
 pub(crate) type GcReadGuard<'a> = crate::sync::RwLockReadGuard<'a, ()>;
 
+#[cfg(loom)]
+loom::thread_local! {
+    /// How many passes this thread is reclaiming in (its garbage handlers may run a pass).
+    static IN_RECLAIM: Cell<u32> = Cell::new(0);
+}
+#[cfg(not(loom))]
+thread_local! {
+    /// How many passes this thread is reclaiming in (its garbage handlers may run a pass).
+    static IN_RECLAIM: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A pass reclaiming on this thread: done when dropped, even if a garbage handler panics.
+struct Reclaiming<'a> {
+    zone: &'a Zone,
+    pass: u64,
+}
+
+impl Drop for Reclaiming<'_> {
+    fn drop(&mut self) {
+        IN_RECLAIM.with(|d| d.set(d.get() - 1));
+        lock(&self.zone.reclaiming).remove(&self.pass);
+        self.zone.reclaim_done.notify_all();
+    }
+}
+
 impl Zone {
     pub(crate) fn new(id: ZoneId, spin_rounds: u32) -> Zone {
         Zone {
@@ -274,6 +304,8 @@ impl Zone {
             members: Mutex::new(Members::default()),
             blocked_putters: CachePadded::new(AtomicUsize::new(0)),
             passes: AtomicU64::new(0),
+            reclaiming: Mutex::new(BTreeSet::new()),
+            reclaim_done: Condvar::new(),
             reclaimed: AtomicU64::new(0),
             local: AtomicI64::new(INFINITY),
             listener: Mutex::new(None),
@@ -388,7 +420,32 @@ impl Zone {
     }
 
     /// Runs one pass: takes a consistent cut of the terms, raises the floor, reclaims.
+    /// Another pass may still be running the garbage handlers of what it reclaimed.
     pub(crate) fn collect(&self) -> Timestamp {
+        self.collect_pass().0
+    }
+
+    /// A pass for a caller that asked for one: when it returns, every item below the floor
+    /// it returns has been reclaimed and handed to its garbage handler, by this pass or by
+    /// one that ran at the same time (the background collector's, a putter's). A pass run
+    /// from inside a garbage handler does not wait, since the pass it would wait for may be
+    /// its own caller's.
+    pub(crate) fn collect_for_caller(&self) -> Timestamp {
+        let (w, pass) = self.collect_pass();
+        if IN_RECLAIM.with(Cell::get) == 0 {
+            let mut r = lock(&self.reclaiming);
+            while r.first().is_some_and(|&p| p < pass) {
+                r = self
+                    .reclaim_done
+                    .wait(r)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+        w
+    }
+
+    /// One pass; its floor and its number.
+    fn collect_pass(&self) -> (Timestamp, u64) {
         let (w, local, pass, snap) = {
             let _cut = self
                 .gc
@@ -405,17 +462,21 @@ impl Zone {
             } else {
                 let w = w.max(floor);
                 self.floor.store(w, Ordering::Release);
+                // Within the cut: a pass numbered after this one sees it reclaiming.
+                lock(&self.reclaiming).insert(pass);
                 (w, local, pass, Some(snap))
             }
         };
         self.note_local(local, pass);
-        let Some(snap) = snap else { return w };
+        let Some(snap) = snap else { return (w, pass) };
+        IN_RECLAIM.with(|d| d.set(d.get() + 1));
+        let _reclaiming = Reclaiming { zone: self, pass };
         let mut n = 0;
         for c in &snap.containers {
             n += c.reclaim_below(w);
         }
         self.reclaimed.fetch_add(n as u64, Ordering::Relaxed);
-        w
+        (w, pass)
     }
 
     /// Runs a pass if a put is waiting for space that a raised term may free.

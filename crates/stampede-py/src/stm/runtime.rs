@@ -316,7 +316,9 @@ impl Runtime {
         self.threads.join_all(py, timeout)
     }
 
-    /// Runs a collection pass in ``zone`` now; returns the zone's floor.
+    /// Runs a collection pass in ``zone`` now; returns the zone's floor. When it returns,
+    /// every item below that floor has been handed to its garbage handler, whichever pass
+    /// reclaimed it (the background collector runs passes too).
     #[pyo3(signature = (zone = 0))]
     fn collect(&self, py: Python<'_>, zone: i64) -> PyResult<Timestamp> {
         let z = zone_id(py, zone)?;

@@ -174,7 +174,11 @@ public class Runtime extends Handle {
         }
     }
 
-    /** Runs a collection pass over every zone now. */
+    /**
+     * Runs a collection pass over every zone now. When it returns, every item below each
+     * zone's new floor has been handed to its garbage handler, whichever pass reclaimed it, so
+     * a garbage handler must not wait for a thread that calls this.
+     */
     public void collect() {
         MemorySegment r = res.enter();
         try {
