@@ -377,14 +377,12 @@ def chain(executor: cnc.Executor) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.Ta
 
 
 def graph_failure(e: StampedeError) -> str:
-    """What ended a graph run, in one word (Python raises one ``GraphError`` for a lost
-    participant, a failed distribution and a network failure)."""
-    text = str(e)
-    if "left or died" in text:
+    """What ended a graph run, in one word."""
+    if isinstance(e, cnc.ParticipantLost):
         return "participant-lost"
-    if "distribute" in text:
+    if isinstance(e, cnc.DistributionFailed):
         return "distribution-failed"
-    if isinstance(e, cnc.GraphError) and "network" in text.lower():
+    if isinstance(e, cnc.ParticipantUnreachable):
         return "network"
     return type(e).__name__
 

@@ -45,7 +45,19 @@ from ._stampede import (
     TraceEvent,
     WorkerStats,
 )
-from .errors import Deadlock, DuplicatePut, FreedItem, GraphError, StepFailed, Unmet
+from .errors import (
+    Deadlock,
+    DistributionFailed,
+    DuplicatePut,
+    FreedItem,
+    GraphError,
+    NoSuchRank,
+    ParticipantLost,
+    ParticipantUnreachable,
+    RemoteGraphError,
+    StepFailed,
+    Unmet,
+)
 
 Tag = int | str | tuple[int | str, ...]
 """What names an item or a step instance: an int, a str or a tuple of them (steps receive
@@ -53,6 +65,7 @@ the tuple form)."""
 
 __all__ = [
     "Deadlock",
+    "DistributionFailed",
     "DuplicatePut",
     "Executor",
     "ExecutorStats",
@@ -60,6 +73,10 @@ __all__ = [
     "Graph",
     "GraphError",
     "ItemCollection",
+    "NoSuchRank",
+    "ParticipantLost",
+    "ParticipantUnreachable",
+    "RemoteGraphError",
     "StepCollection",
     "StepContext",
     "StepFailed",

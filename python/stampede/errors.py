@@ -262,6 +262,61 @@ class Deadlock(GraphError):
         self.unmet = unmet
 
 
+class RemoteGraphError(GraphError):
+    """A failure in another address space of a distributed graph: ``space`` and ``rank``
+    name where, and the error raised there (a ``StepFailed``, say) is the ``__cause__``."""
+
+    def __init__(self, message: str, space: str = "", rank: int = 0) -> None:
+        super().__init__(message)
+        self.space = space
+        self.rank = rank
+
+
+class ParticipantLost(GraphError):
+    """A participant of a distributed graph (``space``, at ``rank``) left or died before
+    the graph finished, or an item's home there can no longer be asked."""
+
+    def __init__(self, message: str, space: str = "", rank: int = 0) -> None:
+        super().__init__(message)
+        self.space = space
+        self.rank = rank
+
+
+class ParticipantUnreachable(GraphError):
+    """A message to or from a participant (``space``, at ``rank``) could not be sent, was
+    refused, or could not be understood (a cut-off link; programs that do not build the
+    same graph); ``reason`` says which."""
+
+    def __init__(self, message: str, space: str = "", rank: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.space = space
+        self.rank = rank
+        self.reason = reason
+
+
+class NoSuchRank(GraphError):
+    """A placement tuner (``compute_on``, ``home``) of ``tuner`` gave ``rank`` for ``tag``,
+    but the graph has only ``ranks`` ranks."""
+
+    def __init__(
+        self, message: str, tuner: str, tag: tuple[int | str, ...], rank: int, ranks: int
+    ) -> None:
+        super().__init__(message)
+        self.tuner = tuner
+        self.tag = tag
+        self.rank = rank
+        self.ranks = ranks
+
+
+class DistributionFailed(GraphError):
+    """The graph could not be distributed (a rank not below the count, a collection name
+    used twice, participants that did not join in time); ``reason`` says why."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class NetworkError(StampedeError):
     """An S-Net network could not be checked, refused a record, or failed while it ran."""
 
@@ -388,6 +443,11 @@ __all__ = [
     "DuplicatePut",
     "FreedItem",
     "Deadlock",
+    "RemoteGraphError",
+    "ParticipantLost",
+    "ParticipantUnreachable",
+    "NoSuchRank",
+    "DistributionFailed",
     "NetworkError",
     "CheckFailed",
     "BoxFailed",

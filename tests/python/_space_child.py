@@ -116,14 +116,19 @@ def sink(space: sp.Space, n: int) -> None:
             inp.consume_until(ts)
 
 
-def chain_graph(n: int) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.ItemCollection, cnc.TagCollection]:
+def chain_graph(
+    n: int, fail_at: int | None = None
+) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.ItemCollection, cnc.TagCollection]:
     """x[i] = x[i-1] + i for i < n, each step in the space of rank i % 2 and each x[i]
-    living there; ``ran`` records the process that ran step i. Both ranks build it alike."""
+    living there; ``ran`` records the process that ran step i; step ``fail_at`` raises.
+    Both ranks build it alike."""
     g = cnc.Graph(cnc.Executor(2))
     x, ran, ids = g.items("x"), g.items("ran"), g.tags("ids")
 
     def add(ctx: cnc.StepContext, tag: tuple[int]) -> None:
         (i,) = tag
+        if i == fail_at:
+            raise ValueError(f"step {i} fails on purpose")
         ctx.put(x, i, ctx.get(x, i - 1) + i)
         ctx.put(ran, i, os.getpid())
 
@@ -133,8 +138,9 @@ def chain_graph(n: int) -> tuple[cnc.Graph, cnc.ItemCollection, cnc.ItemCollecti
 
 
 def cnc_rank(space: sp.Space, n: int) -> None:
-    """Rank 1 of the chain graph: serves it until the environment releases it."""
-    g, *_ = chain_graph(n)
+    """Rank 1 of the chain graph: serves it until the environment releases it. A negative
+    ``n`` builds the graph of ``-n`` steps whose last (odd) step raises, here."""
+    g, *_ = chain_graph(-n, fail_at=-n - 1) if n < 0 else chain_graph(n)
     g.distribute(space, "chain", 1, 2)
     print("SERVING", flush=True)
     slices = 0

@@ -62,6 +62,11 @@ exception_types!(
     DuplicatePut,
     FreedItem,
     Deadlock,
+    RemoteGraphError,
+    ParticipantLost,
+    ParticipantUnreachable,
+    NoSuchRank,
+    DistributionFailed,
     NetworkError,
     CheckFailed,
     BoxFailed,
@@ -278,6 +283,14 @@ pub(crate) fn graph_error(
     e: &GraphError,
     tag: impl Fn(Python<'_>, &Tag) -> PyResult<Py<PyAny>>,
 ) -> PyErr {
+    graph_error_with(py, e, &tag)
+}
+
+fn graph_error_with(
+    py: Python<'_>,
+    e: &GraphError,
+    tag: &dyn Fn(Python<'_>, &Tag) -> PyResult<Py<PyAny>>,
+) -> PyErr {
     let msg = e.to_string();
     let built = (|| -> PyResult<PyErr> {
         Ok(match e {
@@ -325,6 +338,34 @@ pub(crate) fn graph_error(
                     (msg, list.into_iter().map(Bound::unbind).collect::<Vec<_>>()),
                 )
             }
+            GraphError::Remote { space, rank, error } => {
+                let err = raise(py, Exc::RemoteGraphError, (msg, space.clone(), *rank));
+                err.set_cause(py, Some(graph_error_with(py, error, tag)));
+                err
+            }
+            GraphError::SpaceLost { space, rank } => {
+                raise(py, Exc::ParticipantLost, (msg, space.clone(), *rank))
+            }
+            GraphError::Network {
+                space,
+                rank,
+                reason,
+            } => raise(
+                py,
+                Exc::ParticipantUnreachable,
+                (msg, space.clone(), *rank, reason.clone()),
+            ),
+            GraphError::NoSuchRank {
+                tuner,
+                tag: t,
+                rank,
+                ranks,
+            } => raise(
+                py,
+                Exc::NoSuchRank,
+                (msg, tuner.clone(), tag(py, t)?, *rank, *ranks),
+            ),
+            GraphError::Distribution(why) => raise(py, Exc::DistributionFailed, (msg, why.clone())),
             _ => raise(py, Exc::GraphError, (msg,)),
         })
     })();
