@@ -2605,6 +2605,105 @@ done:
     stp_queue_free(q);
 }
 
+/* A callback that holds its thread until released, and one that ends its own subscription. */
+typedef struct {
+    atomic_int inside, release, calls, returned;
+    stp_subscription *own;
+} slow_cb;
+
+static void on_arrival_slow(void *ctx, int64_t ts) {
+    slow_cb *c = ctx;
+    (void)ts;
+    atomic_fetch_add(&c->calls, 1);
+    atomic_store(&c->inside, 1);
+    for (int i = 0; i < 10000 && !atomic_load(&c->release); i++) sleep_ms(1);
+    atomic_store(&c->returned, 1);
+}
+
+static void on_arrival_unsubscribing(void *ctx, int64_t ts) {
+    slow_cb *c = ctx;
+    (void)ts;
+    atomic_fetch_add(&c->calls, 1);
+    stp_subscription_free(c->own); /* from inside its own call: must not wait for itself */
+    c->own = NULL;
+    atomic_store(&c->returned, 1);
+}
+
+typedef struct {
+    const stp_channel_out *out;
+    int64_t ts;
+    stp_status st;
+} slow_putter;
+
+static void *slow_putter_main(void *p) {
+    slow_putter *u = p;
+    stp_item *it = text_item("slow");
+    u->st = it == NULL ? STP_INTERNAL : stp_channel_put(u->out, u->ts, it, 0, 0);
+    stp_item_free(it);
+    return NULL;
+}
+
+typedef struct {
+    stp_subscription *sub;
+    atomic_int done;
+} freer;
+
+static void *freer_main(void *p) {
+    freer *r = p;
+    stp_subscription_free(r->sub);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* Freeing a subscription returns only once a call running on another thread has returned
+ * (the caller may then free the callback's context), and a callback may free its own. */
+static void test_subscription_free_waits_for_running_calls(void) {
+    chan_fix f;
+    static slow_cb slow, self;
+    stp_subscription *sub = NULL;
+    pthread_t put_th, free_th;
+    bool put_started = false, free_started = false;
+    slow_putter u;
+    static freer r;
+    memset(&slow, 0, sizeof slow);
+    memset(&self, 0, sizeof self);
+    memset(&r, 0, sizeof r);
+    CHAN_SETUP(f, 0);
+    CHECK_OK(stp_channel_on_arrival(f.ch, on_arrival_slow, &slow, &sub));
+    u = (slow_putter){.out = f.out, .ts = 1, .st = STP_OK};
+    CHECK(pthread_create(&put_th, NULL, slow_putter_main, &u) == 0);
+    put_started = true;
+    for (int i = 0; i < 10000 && !atomic_load(&slow.inside); i++) sleep_ms(1);
+    CHECK(atomic_load(&slow.inside));
+    r.sub = sub;
+    sub = NULL;
+    CHECK(pthread_create(&free_th, NULL, freer_main, &r) == 0);
+    free_started = true;
+    sleep_ms(100);
+    CHECK_MSG(!atomic_load(&r.done), "stp_subscription_free returned while a call was running");
+    atomic_store(&slow.release, 1);
+    CHECK(join_within(free_th, 10000));
+    free_started = false;
+    CHECK(atomic_load(&slow.returned));
+    CHECK(join_within(put_th, 10000));
+    put_started = false;
+    CHECK_OK(u.st);
+    PUT(f.out, 2, "after");
+    CHECK_EQ_I64(atomic_load(&slow.calls), 1);
+    /* A callback that frees its own subscription. */
+    CHECK_OK(stp_channel_on_arrival(f.ch, on_arrival_unsubscribing, &self, &self.own));
+    PUT(f.out, 3, "frees");
+    CHECK(atomic_load(&self.returned));
+    PUT(f.out, 4, "after");
+    CHECK_EQ_I64(atomic_load(&self.calls), 1);
+done:
+    atomic_store(&slow.release, 1);
+    if (free_started) (void)join_within(free_th, 10000);
+    if (put_started) (void)join_within(put_th, 10000);
+    stp_subscription_free(sub);
+    chan_teardown(&f);
+}
+
 /* ---- correlation ---- */
 
 static void test_correlator_sets(void) {
@@ -4008,6 +4107,7 @@ static const test_case tests[] = {
     T(items_typed),
     T(observe_stats_and_explain),
     T(events_arrival_and_garbage),
+    T(subscription_free_waits_for_running_calls),
     T(correlator_sets),
     T(pacer_paces_ticks),
     T(pacer_late_actions),

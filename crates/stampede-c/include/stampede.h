@@ -821,7 +821,10 @@ stp_status stp_channel_on_arrival(const stp_channel *c, stp_arrival_fn f, void *
 // As for `stp_channel_on_arrival`.
 stp_status stp_queue_on_arrival(const stp_queue *q, stp_arrival_fn f, void *ctx, stp_subscription **out);
 
-// Ends the subscription (no call starts after this returns) and frees it. NULL is ignored.
+// Ends the subscription and frees it: when this returns, no call is running on another
+// thread and none starts, so the callback's context may be freed (called from inside the
+// callback, the context is free once that call returns). A callback must not wait for a
+// thread that frees its own subscription. NULL is ignored.
 //
 // # Safety
 // `s` is NULL or a live subscription, not used after this.

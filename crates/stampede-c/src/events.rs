@@ -1,6 +1,8 @@
 //! Arrival callbacks and garbage handlers of channels and queues, as C function pointers.
 
 use std::ffi::c_void;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
 
 use stampede_core::{self as core, Item, SubscriptionId, Timestamp};
 
@@ -32,6 +34,60 @@ unsafe impl Sync for Ctx {}
 #[allow(non_camel_case_types)]
 pub struct stp_subscription {
     cancel: Box<dyn Fn() -> bool + Send + Sync>,
+    gate: Arc<Gate>,
+}
+
+/// Lets calls through to a C callback until it is shut, and then tells the shutter when the
+/// calls already inside (on other threads) have returned: the container may hand out a call
+/// collected before the unsubscribe, and the caller frees its context once free returns.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    left: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    shut: bool,
+    /// The threads inside a call now (one entry per call: a callback may nest).
+    inside: Vec<ThreadId>,
+}
+
+impl Gate {
+    /// Runs `f` unless the gate is shut.
+    fn pass(&self, f: impl FnOnce()) {
+        let me = std::thread::current().id();
+        {
+            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.shut {
+                return;
+            }
+            s.inside.push(me);
+        }
+        struct Leave<'a>(&'a Gate, ThreadId);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                let mut s = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(i) = s.inside.iter().position(|t| *t == self.1) {
+                    s.inside.swap_remove(i);
+                }
+                self.0.left.notify_all();
+            }
+        }
+        let _leave = Leave(self, me);
+        f();
+    }
+
+    /// Shuts the gate and waits until no other thread is inside a call (a call on this
+    /// thread, which is shutting from inside the callback, ends when it returns).
+    fn shut(&self) {
+        let me = std::thread::current().id();
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.shut = true;
+        while s.inside.iter().any(|t| *t != me) {
+            s = self.left.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
 }
 
 fn arrivals<C: core::Container + Clone + Send + Sync + 'static>(
@@ -46,17 +102,20 @@ fn arrivals<C: core::Container + Clone + Send + Sync + 'static>(
 ) -> crate::error::Result<stp_subscription> {
     let f = f.ok_or_else(|| crate::error::Error::invalid("callback is NULL"))?;
     let ctx = Ctx(ctx);
-    let id = subscribe(
-        c,
+    let gate = Arc::new(Gate::default());
+    let id = subscribe(c, {
+        let gate = gate.clone();
         Box::new(move |ts| {
             let ctx = ctx;
-            // SAFETY: the caller registered `f` with `ctx` for exactly this.
-            unsafe { f(ctx.0, ts) }
-        }),
-    )?;
+            // SAFETY: the caller registered `f` with `ctx` for exactly this, until the
+            // subscription is freed, which shuts the gate.
+            gate.pass(|| unsafe { f(ctx.0, ts) })
+        })
+    })?;
     let c = c.clone();
     Ok(stp_subscription {
         cancel: Box::new(move || unsubscribe(&c, id)),
+        gate,
     })
 }
 
@@ -126,7 +185,10 @@ pub unsafe extern "C" fn stp_queue_on_arrival(
     })
 }
 
-/// Ends the subscription (no call starts after this returns) and frees it. NULL is ignored.
+/// Ends the subscription and frees it: when this returns, no call is running on another
+/// thread and none starts, so the callback's context may be freed (called from inside the
+/// callback, the context is free once that call returns). A callback must not wait for a
+/// thread that frees its own subscription. NULL is ignored.
 ///
 /// # Safety
 /// `s` is NULL or a live subscription, not used after this.
@@ -134,6 +196,7 @@ pub unsafe extern "C" fn stp_queue_on_arrival(
 pub unsafe extern "C" fn stp_subscription_free(s: *mut stp_subscription) {
     if let Some(sub) = unsafe { s.as_ref() } {
         crate::error::guard_value(false, || (sub.cancel)());
+        sub.gate.shut();
     }
     // SAFETY: forwarded contract.
     unsafe { release(s) }

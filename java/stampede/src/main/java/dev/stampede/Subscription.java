@@ -6,8 +6,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongConsumer;
 
 /**
@@ -23,18 +21,12 @@ public final class Subscription implements AutoCloseable {
 
     Subscription(Container container, LongConsumer callback) {
         long key = Upcalls.newKey();
-        AtomicInteger inside = new AtomicInteger();
         AtomicBoolean closed = new AtomicBoolean();
-        // A call counts itself inside before it looks at closed, and closing sets closed before
-        // it waits for those inside: no call reaches the callback once close() has returned.
+        // Freeing the native subscription returns once no call is running on another thread
+        // and none can start, so a close from inside the callback does not wait for itself.
         LongConsumer counted = ts -> {
-            inside.incrementAndGet();
-            try {
-                if (!closed.get()) {
-                    callback.accept(ts);
-                }
-            } finally {
-                inside.decrementAndGet();
+            if (!closed.get()) {
+                callback.accept(ts);
             }
         };
         MemorySegment c = container.res.enter();
@@ -62,12 +54,12 @@ public final class Subscription implements AutoCloseable {
                 callbacks.remove(key);
             }
         }
-        registration = new Registration(key, sub, inside, closed, container.runtime.children);
+        registration = new Registration(key, sub, closed, container.runtime.children);
         registration.children.addCloser(registration, Children.CONNECTION);
     }
 
-    /** Ends the subscription: no call starts after this returns, and the calls running now
-     * have returned. */
+    /** Ends the subscription: no call starts after this returns, and the calls running now on
+     * other threads have returned (closed from inside the callback, that call goes on). */
     @Override
     public void close() {
         registration.run();
@@ -79,8 +71,8 @@ public final class Subscription implements AutoCloseable {
      * which holds it among its {@link Children}: so it refers neither to the callback nor to
      * the runtime, which the callback may refer to.
      */
-    private record Registration(long key, MemorySegment sub, AtomicInteger inside,
-                                AtomicBoolean closed, Children children) implements Runnable {
+    private record Registration(long key, MemorySegment sub, AtomicBoolean closed,
+                                Children children) implements Runnable {
         @Override
         public void run() {
             if (!closed.compareAndSet(false, true)) {
@@ -88,9 +80,6 @@ public final class Subscription implements AutoCloseable {
             }
             Native.free(Native.SUBSCRIPTION_FREE, sub);
             Upcalls.forgetArrival(key);
-            while (inside.get() > 0) {
-                LockSupport.parkNanos(100_000);
-            }
             children.remove(this);
         }
     }

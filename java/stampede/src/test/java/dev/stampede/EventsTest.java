@@ -32,6 +32,32 @@ class EventsTest {
     }
 
     @Test
+    void a_callback_may_close_its_own_subscription() throws Exception {
+        try (Runtime rt = new Runtime()) {
+            Channel ch = rt.channel();
+            ChannelOutput out = rt.task(0).attachOutput(ch);
+            List<Long> seen = new CopyOnWriteArrayList<>();
+            Subscription[] own = new Subscription[1];
+            own[0] = ch.onArrival(ts -> {
+                seen.add(ts);
+                own[0].close();
+            });
+            Thread putter = new Thread(() -> {
+                try {
+                    out.put(1, "a");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            putter.start();
+            putter.join(Duration.ofSeconds(10).toMillis());
+            assertFalse(putter.isAlive(), "a callback closing its own subscription deadlocked");
+            out.put(2, "b");
+            assertEquals(List.of(1L), seen);
+        }
+    }
+
+    @Test
     void a_throwing_callback_does_not_unwind_into_the_library() throws Exception {
         try (Runtime rt = new Runtime()) {
             Channel ch = rt.channel();
