@@ -56,6 +56,11 @@ fn child_entry() {
             assert!(out.unwrap().is_none());
         }
         println!("RELEASED");
+    } else if role == "three" {
+        // Rank 1 of three, of which rank 2 never comes: announced, and killed while waiting.
+        let g = Graph::new(Executor::new(1));
+        let r = g.distribute(&space, "three", 1, 3);
+        println!("DISTRIBUTE {r:?}");
     } else {
         let g = match role.as_str() {
             "chain" => chain().g,
@@ -392,6 +397,29 @@ fn a_peer_killed_mid_run_fails_the_wait_instead_of_hanging() {
     let took = at - killed;
     assert!(took < Duration::from_secs(10), "noticed after {took:?}");
     eprintln!("wait failed {took:?} after SIGKILL");
+    space.leave();
+}
+
+/// A participant that announced itself and died while the others still waited for a rank
+/// fails their `distribute` as lost when it is seen gone, not 30 s later as not joined.
+#[test]
+fn a_participant_lost_before_all_joined_fails_distribute_at_once() {
+    let (space, mut child, id) = two_spaces("three");
+    let g = Graph::new(Executor::new(1));
+    let waiter = {
+        let (g, space) = (g.clone(), space.clone());
+        std::thread::spawn(move || g.distribute(&space, "three", 0, 3))
+    };
+    space.wait_for("cnc/three/rank/1", T).unwrap();
+    // Rank 0 polls the names every 20 ms: it has read rank 1's by now.
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Instant::now();
+    child.kill9();
+    let r = waiter.join().unwrap();
+    let took = killed.elapsed();
+    assert_eq!(r.unwrap_err(), GraphError::SpaceLost { space: id, rank: 1 });
+    assert!(took < Duration::from_secs(15), "noticed after {took:?}");
+    eprintln!("distribute failed {took:?} after SIGKILL");
     space.leave();
 }
 

@@ -1162,6 +1162,12 @@ impl Space {
         v
     }
 
+    /// Whether `space` was seen leaving or dying, and has not come back since (one that
+    /// comes back after a lost link counts as present again). A space never seen is not.
+    pub fn has_left(&self, space: &str) -> bool {
+        self.sh.is_dead(space)
+    }
+
     /// Counters of this space's network activity.
     pub fn stats(&self) -> SpaceStats {
         let c = &self.sh.counters;

@@ -189,9 +189,10 @@ impl Graph {
     ///
     /// Fails with [`GraphError::Distribution`] for a rank not below `ranks`, a graph
     /// distributed already, a collection name used twice, a graph name this space or
-    /// another already uses for this rank, or participants that did not join in time; a
-    /// graph whose distribution failed after these checks stays unusable (its
-    /// waits fail with the same error).
+    /// another already uses for this rank, or participants that did not join in time (30 s),
+    /// and with [`GraphError::SpaceLost`] as soon as one that announced itself is seen
+    /// leaving or dying first; a graph whose distribution failed after these checks stays
+    /// unusable (its waits fail with the same error).
     pub fn distribute(
         &self,
         space: &Space,
@@ -407,31 +408,46 @@ impl Cluster {
             ))
         })?;
         lock(&self.held).push(Held::Name(name));
+        // Waits for every rank's announcement, then until each is known alive (messages go
+        // only to spaces known alive). A participant that announced itself and has left
+        // since will not serve this run: that fails it now, not at the deadline.
         let deadline = Instant::now() + JOIN_TIMEOUT;
-        let mut ids = Vec::with_capacity(self.ranks);
-        for r in 0..self.ranks {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let rec = self.space.wait_for(&self.rank_name(r), left).map_err(|e| {
-                bad(format!(
-                    "rank {r} of graph {} did not join within {JOIN_TIMEOUT:?}: {e}",
-                    self.name
-                ))
-            })?;
-            ids.push(rec.space);
-        }
-        // Messages go only to spaces known alive: wait until each is.
+        let mut ids: Vec<Option<String>> = vec![None; self.ranks];
         loop {
+            for (r, id) in ids.iter().enumerate() {
+                if let Some(id) = id.as_ref().filter(|id| self.space.has_left(id)) {
+                    return Err(GraphError::SpaceLost {
+                        space: id.clone(),
+                        rank: r,
+                    });
+                }
+            }
+            for (r, id) in ids.iter_mut().enumerate() {
+                if id.is_none() {
+                    *id = self.space.record(&self.rank_name(r)).map(|rec| rec.space);
+                }
+            }
             let live = self.space.spaces();
-            match ids.iter().position(|id| !live.contains(id)) {
-                None => return Ok(ids),
-                Some(r) if Instant::now() >= deadline => {
-                    return Err(bad(format!(
+            let waiting = ids
+                .iter()
+                .position(|id| !id.as_ref().is_some_and(|id| live.contains(id)));
+            let Some(r) = waiting else {
+                return Ok(ids.into_iter().flatten().collect());
+            };
+            if Instant::now() >= deadline {
+                return Err(bad(if ids[r].is_none() {
+                    format!(
+                        "rank {r} of graph {} did not join within {JOIN_TIMEOUT:?}",
+                        self.name
+                    )
+                } else {
+                    format!(
                         "rank {r} of graph {} joined but is not seen alive",
                         self.name
-                    )))
-                }
-                Some(_) => std::thread::sleep(Duration::from_millis(10)),
+                    )
+                }));
             }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
