@@ -65,21 +65,21 @@ impl Registrar {
 pub(crate) fn claim(space: &Space, name: &str) -> Result<(), NetError> {
     let sh = &space.sh;
     let taken = || NetError::Stm(StmError::NameTaken(name.to_owned()));
+    let unreachable = |why: String| {
+        sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
+        NetError::Unreachable(format!("name {name:?} not registered: {why}"))
+    };
     match sh.cfg.mode {
         Mode::Peer => return Ok(()),
         Mode::Router => {
             return match settle(sh, &sh.id, name) {
                 Settled::Granted => Ok(()),
                 Settled::Held(_) => Err(taken()),
-                Settled::Failed(why) => Err(NetError::Unreachable(why)),
+                Settled::Failed(why) => Err(unreachable(why)),
             }
         }
         Mode::Client => {}
     }
-    let unreachable = |why: String| {
-        sh.counters.unreachable.fetch_add(1, Ordering::Relaxed);
-        NetError::Unreachable(format!("name {name:?} not registered: {why}"))
-    };
     let router = match sh.registrar.router(sh) {
         Settler::Router(r) => r,
         // A client of a peer: claims are first come, first served among those reached.
