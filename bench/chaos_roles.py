@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, overload
 
 import stampede as sp
 from stampede import cnc, snet
@@ -135,6 +135,23 @@ def heeding(stop: threading.Event, call: Callable[[], _R]) -> _R:
 
 # --- clients --------------------------------------------------------------------------
 
+@overload
+def reader(space: sp.Space, c: sp.Channel, zone: int) -> tuple[sp.Task, sp.ChannelInput]: ...
+@overload
+def reader(space: sp.Space, c: sp.Queue, zone: int) -> tuple[sp.Task, sp.QueueInput]: ...
+@overload
+def reader(space: sp.Space, c: sp.Register, zone: int) -> tuple[sp.Task, sp.RegisterInput]: ...
+def reader(space: sp.Space, c: sp.Channel | sp.Queue | sp.Register, zone: int) -> tuple[
+    sp.Task, sp.ChannelInput | sp.QueueInput | sp.RegisterInput
+]:
+    """A task reading ``c``, at infinity once attached so that it never holds the watermark
+    (keep the task: it is the connection's)."""
+    t = space.task(0, zone=zone)
+    inp = t.attach_input(c)
+    t.set_virtual_time(sp.INFINITY)
+    return t, inp
+
+
 def ch_producer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
     """Numbers items into the channel, acknowledged by flushes (and every 16th put's reply)."""
     frames = timed(log, "lookup", lambda: space.lookup_channel(FRAMES, timeout=CALL_TIMEOUT))
@@ -160,9 +177,7 @@ def ch_producer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> 
 def ch_consumer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
     """Takes the newest unseen item and dawdles, so it skips; checks each payload."""
     frames = timed(log, "lookup", lambda: space.lookup_channel(FRAMES, timeout=CALL_TIMEOUT))
-    t = space.task(0, zone=FRAMES_ZONE)
-    inp = t.attach_input(frames)
-    t.set_virtual_time(sp.INFINITY)
+    t, inp = reader(space, frames, FRAMES_ZONE)
     gen = base // GENERATION
     while not stop.is_set():
         try:
@@ -199,9 +214,7 @@ def q_producer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
 def q_consumer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
     """Gets jobs and consumes each; a killed or fenced consumer's jobs come back."""
     jobs = timed(log, "lookup", lambda: space.lookup_queue(JOBS, timeout=CALL_TIMEOUT))
-    t = space.task(0, zone=JOBS_ZONE)
-    inp = t.attach_input(jobs)
-    t.set_virtual_time(sp.INFINITY)
+    t, inp = reader(space, jobs, JOBS_ZONE)
     gen = base // GENERATION
     while not stop.is_set():
         try:
@@ -236,9 +249,7 @@ def reg_writer(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
 def reg_reader(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None:
     """Reads the register; what one connection reads never goes back."""
     mode = timed(log, "lookup", lambda: space.lookup_register(MODE, timeout=CALL_TIMEOUT))
-    t = space.task(0, zone=MODE_ZONE)
-    inp = t.attach_input(mode)
-    t.set_virtual_time(sp.INFINITY)
+    t, inp = reader(space, mode, MODE_ZONE)
     gen = base // GENERATION
     while not stop.is_set():
         try:
@@ -306,9 +317,7 @@ def snet_stage(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     sizes queue: ``S``/``ACK gen ts`` for each put."""
     frames = timed(log, "lookup", lambda: space.lookup_channel(FRAMES, timeout=CALL_TIMEOUT))
     sizes = timed(log, "lookup", lambda: space.lookup_queue(SIZES, timeout=CALL_TIMEOUT))
-    t_in = space.task(0, zone=FRAMES_ZONE)
-    inp = t_in.attach_input(frames)
-    t_in.set_virtual_time(sp.INFINITY)
+    t_in, inp = reader(space, frames, FRAMES_ZONE)
     # At 0 for good: it puts at the frames' timestamps, which the queue does not order.
     t_out = space.task(0, zone=SIZES_ZONE)
     out = t_out.attach_output(sizes)
@@ -425,9 +434,7 @@ def cnc_worker(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     """Rank 1 of each run the register names, once: serves it (in slices, so that a SIGTERM
     is heard) until released or its environment is lost."""
     runs = timed(log, "lookup", lambda: space.lookup_register(CNC_RUN, timeout=CALL_TIMEOUT))
-    t = space.task(0, zone=CNC_ZONE)
-    inp = t.attach_input(runs)
-    t.set_virtual_time(sp.INFINITY)
+    t, inp = reader(space, runs, CNC_ZONE)
     executor = cnc.Executor(1)
     served: set[str] = set()
     while not stop.is_set():
@@ -521,16 +528,12 @@ def hub(a: argparse.Namespace) -> None:
     # The owner's own record of every job consumed (reclaimed once consumed).
     jobs.on_garbage(lambda ts, value: log("Q", ts))
     # The drain's task exists from the start, at infinity, so it never holds the watermark.
-    drain = space.task(0, zone=JOBS_ZONE)
-    drain_in = drain.attach_input(jobs)
-    drain.set_virtual_time(sp.INFINITY)
+    drain, drain_in = reader(space, jobs, JOBS_ZONE)
     done = threading.Event()
     audited = [0]
 
     def audit() -> None:
-        t = space.task(0, zone=FRAMES_ZONE)
-        inp = t.attach_input(frames)
-        t.set_virtual_time(sp.INFINITY)
+        t, inp = reader(space, frames, FRAMES_ZONE)
         while not done.is_set():
             try:
                 ts, value = inp.get(sp.NEXT_UNSEEN, timeout=0.2)
@@ -544,9 +547,7 @@ def hub(a: argparse.Namespace) -> None:
 
     def sizes_audit() -> None:
         # The S-Net stage's sizes, each consumed as it is taken (the queue's exactly once).
-        t = space.task(0, zone=SIZES_ZONE)
-        inp = t.attach_input(sizes)
-        t.set_virtual_time(sp.INFINITY)
+        t, inp = reader(space, sizes, SIZES_ZONE)
         while not done.is_set():
             try:
                 item = inp.get(timeout=0.2)
