@@ -71,6 +71,8 @@ BOUND = CALL_TIMEOUT + OP_TIMEOUT + LEASE + 2.0
 # environment waits CNC_WAIT for it.
 BOUNDS = {"distribute": CNC_JOIN + BOUND, "cnc-wait": CNC_WAIT + BOUND}
 SHUTDOWN_BOUND = 10.0
+# How long a stop past the lease waits for its writer to be connected.
+CONNECT_WAIT = 8.0
 # The hub logs membership by polling: a departure may reach others first by this much.
 MEMBERSHIP_LAG = 0.5
 RELAY_FAULTS = ["latency-1ms", "latency-20ms", "bandwidth", "stall", "reset", "half-open"]
@@ -137,6 +139,16 @@ class Client:
     def signal(self, sig: int) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, sig)
+
+    def connected(self) -> bool:
+        """Whether its current generation has made its connection and still works."""
+        connected = False
+        for line in read(self.log):
+            if line.startswith("ATT "):
+                connected = True
+            elif line.startswith(("JOIN ", "LOST ", "LEFT ")):
+                connected = False
+        return connected
 
 
 def schedule(seed: int, seconds: float, kinds: list[str]) -> list[tuple[str, float, float]]:
@@ -248,7 +260,13 @@ class Chaos:
             c.start()
         elif kind.startswith("stop"):
             # A writer stopped past its lease shows fencing: its late puts must be refused.
+            # Only a connection it had when it was dropped is fenced, so the stop waits (a
+            # little) for the writer to be connected, not still joining after an earlier fault.
             c = self.clients[self.rng.choice(WRITERS if kind == "stop-past-lease" else CLIENTS)]
+            if kind == "stop-past-lease":
+                ready = time.monotonic() + CONNECT_WAIT
+                while not c.connected() and time.monotonic() < ready:
+                    time.sleep(0.05)
             assert c.proc is not None
             target, pid = c.name, c.proc.pid
             c.signal(signal.SIGSTOP)

@@ -10,8 +10,9 @@ until its connection fails, and then joins again as a new *generation*: a fresh 
 whose timestamps start above everything before it. Each role appends one line per event to its
 log, written through at once so that a SIGKILL loses nothing the role had already done:
 
-- ``ATT mono``    a writer's connection is made at the owner (a space seen leaving and back
-  may attach afresh: only the connections it had when it was dropped are fenced)
+- ``ATT mono``    a writer's connection (a mutex user's handle) is made at the owner (a space
+  seen leaving and back may attach afresh: only the connections it had when it was dropped
+  are fenced)
 - ``S ts mono``   a put is about to be sent (monotonic clock, shared by every process)
 - ``ACK ts``      the put is acknowledged: its call returned, or a flush covering it did
 - ``GOT gen ts``  an item got on generation ``gen``'s connection
@@ -268,6 +269,7 @@ def mutex_user(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     try:
         m = c.mutex(MUTEX)
         log("HOME", base, m.home)
+        log("ATT", f"{time.monotonic():.3f}")
         while not stop.is_set():
             try:
                 died = timed(log, "lock", lambda: m.lock(timeout=CALL_TIMEOUT))
@@ -321,6 +323,7 @@ def snet_stage(space: sp.Space, base: int, log: Log, stop: threading.Event) -> N
     # At 0 for good: it puts at the frames' timestamps, which the queue does not order.
     t_out = space.task(0, zone=SIZES_ZONE)
     out = t_out.attach_output(sizes)
+    log("ATT", f"{time.monotonic():.3f}")
     gen = base // GENERATION
 
     def measure(ctx: snet.BoxContext, frame: str) -> None:
@@ -402,6 +405,7 @@ def cnc_env(space: sp.Space, base: int, log: Log, stop: threading.Event) -> None
     runs = timed(log, "lookup", lambda: space.lookup_register(CNC_RUN, timeout=CALL_TIMEOUT))
     t = space.task(base, zone=CNC_ZONE)
     out = t.attach_output(runs)
+    log("ATT", f"{time.monotonic():.3f}")
     executor = cnc.Executor(1)
     k = 0
     while not stop.is_set():

@@ -39,6 +39,8 @@ CAPACITY = 16
 LEASE = 5.0
 SLACK = 32 * MIB
 WARMUP = 10
+# How long the application waits for its own consumer to attach.
+LONG_WAIT = 10.0
 
 
 def rss() -> int:
@@ -106,9 +108,14 @@ class App:
         self.names = set(self.space.names())
         self.puts = 0
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=f, daemon=True) for f in (self.produce, self.consume)]
-        for th in self.threads:
-            th.start()
+        # The consumer attaches first: once the producer moves past 0 with no reader, a pass
+        # may raise the floor above where the consumer's task would start.
+        self.attached = threading.Event()
+        self.threads = [threading.Thread(target=f, daemon=True) for f in (self.consume, self.produce)]
+        self.threads[0].start()
+        if not self.attached.wait(LONG_WAIT):
+            raise RuntimeError("the consumer did not attach")
+        self.threads[1].start()
 
     def produce(self) -> None:
         t = self.space.task(0)
@@ -128,6 +135,7 @@ class App:
         t = self.space.task(0)
         inp = t.attach_input(self.frames)
         t.set_virtual_time(sp.INFINITY)
+        self.attached.set()
         while not self.stop.is_set():
             try:
                 ts, _ = inp.get(sp.NEWEST_UNSEEN, timeout=0.5)
