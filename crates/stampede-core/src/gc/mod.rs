@@ -467,10 +467,13 @@ impl Zone {
                 (w, local, pass, Some(snap))
             }
         };
+        // Made before anything else can panic, so that the pass is never left registered.
+        let _reclaiming = snap.is_some().then(|| {
+            IN_RECLAIM.with(|d| d.set(d.get() + 1));
+            Reclaiming { zone: self, pass }
+        });
         self.note_local(local, pass);
         let Some(snap) = snap else { return (w, pass) };
-        IN_RECLAIM.with(|d| d.set(d.get() + 1));
-        let _reclaiming = Reclaiming { zone: self, pass };
         let mut n = 0;
         for c in &snap.containers {
             n += c.reclaim_below(w);
