@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,13 @@ HORIZON = "horizon"
 NO_LIVE_TASK = "no_live_task"
 
 MIN_TS = -(2**63)
+
+
+def free_endpoint() -> str:
+    """A loopback TCP endpoint on a port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp/127.0.0.1:{s.getsockname()[1]}"
 
 
 def wait_until(what: str, done: Callable[[], bool], timeout: float = LONG) -> None:

@@ -5,7 +5,6 @@ cluster's mutex, condition, semaphore and barrier used by threads of both spaces
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 import time
@@ -17,14 +16,10 @@ import pytest
 import stampede as sp
 from stampede import cluster
 from stampede.errors import TaskCancelled, TaskFailed, UnknownTask, InvalidArgument
+from _support import free_endpoint
 
 LONG = 20.0
 
-
-def free_endpoint() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"tcp/127.0.0.1:{s.getsockname()[1]}"
 
 
 def fail(ctx: cluster.TaskContext, args: bytes) -> bytes:

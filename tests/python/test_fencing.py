@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import stampede as sp
-from _support import wait_until
+from _support import free_endpoint, wait_until
 from stampede.errors import Timeout
 
 LEASE = 1.0
@@ -48,9 +47,7 @@ space.leave()
 
 
 def test_a_writer_stopped_past_its_lease_is_fenced_and_may_attach_afresh() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        ep = f"tcp/127.0.0.1:{s.getsockname()[1]}"
+    ep = free_endpoint()
     app = f"pyfence-w{os.getpid()}"
     space = sp.Space.join(app, mode="router", listen=[ep], lease=LEASE)
     frames = space.channel("frames", capacity=8)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import stampede as sp
-from _support import Background
+from _support import Background, free_endpoint
 from stampede.errors import UnreachableError
 
 LEASE = 1.0
@@ -37,9 +36,7 @@ time.sleep(600)
 
 @pytest.fixture
 def stoppable_owner() -> Iterator[tuple[subprocess.Popen[str], str, str]]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        endpoint = f"tcp/127.0.0.1:{s.getsockname()[1]}"
+    endpoint = free_endpoint()
     app = f"shutdown{os.getpid()}"
     proc = subprocess.Popen([sys.executable, "-c", OWNER, app, endpoint, str(LEASE)],
                             stdout=subprocess.PIPE, text=True)
@@ -77,9 +74,7 @@ def test_a_stopped_owner_releases_blocked_calls_and_leaving_is_bounded(
 
 
 def test_an_owner_leaves_in_bounded_time_while_its_reader_is_stopped() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        endpoint = f"tcp/127.0.0.1:{s.getsockname()[1]}"
+    endpoint = free_endpoint()
     app = f"shutdown-r{os.getpid()}"
     owner = sp.Space.join(app, mode="router", listen=[endpoint], lease=LEASE)
     owner.channel("frames", capacity=4)

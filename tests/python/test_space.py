@@ -13,7 +13,6 @@ import os
 import pathlib
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,16 +23,10 @@ import pytest
 import stampede as sp
 from stampede import cnc
 from _space_child import LEASE, LONG, chain_graph
-from _support import wait_until
+from _support import free_endpoint, wait_until
 
 CHILD = pathlib.Path(__file__).with_name("_space_child.py")
 
-
-def free_endpoint() -> str:
-    """A loopback TCP endpoint on a port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"tcp/127.0.0.1:{s.getsockname()[1]}"
 
 
 class Child:

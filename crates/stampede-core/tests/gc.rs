@@ -993,6 +993,15 @@ fn collect_returns_after_the_handlers_of_a_pass_running_at_the_same_time() {
     ch.on_garbage(|_, _| {}).unwrap();
 }
 
+/// Runs `rt.collect()` on a thread of its own; fails with `hung` if it has not returned
+/// within [`LONG`].
+fn collect_within(rt: &Runtime, hung: &str) -> i64 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rt = rt.clone();
+    thread::spawn(move || tx.send(rt.collect()).unwrap());
+    rx.recv_timeout(LONG).expect(hung)
+}
+
 /// A garbage handler may run a pass itself (it does not wait for the pass it runs in), and
 /// a handler that panics does not leave later passes waiting for it.
 #[test]
@@ -1015,32 +1024,15 @@ fn handlers_may_collect_and_a_panicking_handler_holds_up_no_later_pass() {
     let out = p.attach_output(&ch).unwrap();
     out.put(0, "collects").unwrap();
     p.set_virtual_time(1).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let t = {
-        let rt = rt.clone();
-        thread::spawn(move || tx.send(rt.collect()).unwrap())
-    };
-    assert_eq!(
-        rx.recv_timeout(LONG)
-            .expect("a handler's own pass deadlocked"),
-        1
-    );
-    t.join().unwrap();
+    assert_eq!(collect_within(&rt, "a handler's own pass deadlocked"), 1);
     out.put(1, "panics").unwrap();
     p.set_virtual_time(2).unwrap();
     let rt2 = rt.clone();
     assert!(thread::spawn(move || rt2.collect()).join().is_err());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let t = {
-        let rt = rt.clone();
-        thread::spawn(move || tx.send(rt.collect()).unwrap())
-    };
     assert_eq!(
-        rx.recv_timeout(LONG)
-            .expect("a pass waited for one that panicked"),
+        collect_within(&rt, "a pass waited for one that panicked"),
         2
     );
-    t.join().unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     ch.on_garbage(|_, _| {}).unwrap();
 }
